@@ -1,0 +1,166 @@
+// Node: the HLRC-SMP protocol state of one node, as a message-driven state
+// machine with no threads, syscalls or clocks of its own.
+//
+// The runtime (or the simulator) calls the thread operations on behalf of the
+// node's application threads, feeds every received message to Receive(), and
+// provides the world through Host (host.h).
+//
+// Threading: a Node is not thread-safe; the caller serialises all calls.
+//
+// Blocking: a thread operation returns kBlocked when it cannot finish yet. The
+// node later calls Host::Wake(t); the thread then calls the same operation
+// again, with the same arguments, until it returns kDone. For Fault, kDone
+// means the page's protection now permits the access: the thread retries its
+// access (which may fault again if the page changed in between).
+//
+// The protocol, in brief (DESIGN.md, "Memory model"):
+//  * Every page has a home, whose frame is up to date as far as the diffs
+//    that reached it; its version (flush timestamp) says how far.
+//  * Non-home copies are INVALID, READ or WRITE (twinned). A write notice
+//    applied at an acquire invalidates a READ copy; a WRITE copy becomes
+//    stale and is refreshed by a safe fetch, which keeps local writes.
+//  * An interval closes only when a lock is granted to another node or at a
+//    barrier: dirty pages are diffed to their homes (lazy diffing), and the
+//    pages written become a write notice of the new interval.
+//  * Notices reach a node with lock grants and barrier releases (kept in the
+//    bins, IntervalLog), and are applied lazily: only when an acquire by a
+//    local thread needs them, as far as that thread's new view requires.
+//  * Locks: a home per lock keeps the last requester; requests are forwarded
+//    to it, and it grants when done. Hand-offs between local threads cost no
+//    message. Waiters are served in arrival order, remote ones included, so a
+//    remote waiter is never starved by local traffic.
+//  * Barriers: threads of a node, then node -> master (node 0) -> release.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/geometry.h"
+#include "protocol/host.h"
+#include "protocol/interval_log.h"
+#include "protocol/messages.h"
+#include "protocol/stats.h"
+#include "protocol/status.h"
+#include "protocol/types.h"
+#include "protocol/vector_time.h"
+
+namespace svm {
+
+// Deliberate protocol bugs, for proving that the simulator's checker can fail.
+enum class PlantedBug : uint8_t {
+  kNone,
+  kSkipInvalidation,  // write notices never invalidate READ copies
+  kNoVersionWait,     // homes serve fetches without waiting for the version
+  kUnsafeFetch,       // fetches overwrite dirty pages, losing local writes
+};
+const char* ToString(PlantedBug b);
+
+struct NodeConfig {
+  NodeId self = 0;
+  Geometry geometry;         // geometry.nodes is the number of nodes
+  uint32_t threads = 1;      // local thread slots: ThreadId in [0, threads)
+  HomePolicy home_policy = HomePolicy::kCyclic;
+  uint32_t cyclic_block = 1;
+  uint32_t epoch = 0;        // job epoch stamped on every message
+  PlantedBug TEST_bug = PlantedBug::kNone;
+};
+
+enum class Outcome : uint8_t { kDone, kBlocked };
+
+class Node {
+ public:
+  // REQUIRES: config.geometry.Validate().ok(), config.self < nodes, host
+  // outlives the Node. Every page starts with protection kNone in the
+  // application view and all-zero contents in every frame.
+  Node(const NodeConfig& config, Host* host);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Thread t touched page p with access a and the protection did not allow it.
+  Outcome Fault(ThreadId t, PageId p, Access a);
+
+  // Thread t acquires lock l. REQUIRES: t does not hold l.
+  Outcome Acquire(ThreadId t, LockId l);
+  // REQUIRES: t holds l.
+  void Release(ThreadId t, LockId l);
+
+  // Thread t reaches barrier b, which `total` threads of the job must reach,
+  // `local` of them on this node (all of them call with the same values).
+  // `global`: every thread of the job takes part, so notices every node has
+  // applied can be dropped afterwards.
+  Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global);
+
+  // A message from node `from`. An error means the message was malformed or
+  // broke the protocol; the node's state is unchanged by such a message.
+  Status Receive(NodeId from, std::span<const uint8_t> bytes);
+
+  const NodeStats& stats() const { return stats_; }
+  const IntervalLog& TEST_log() const { return log_; }
+  const NodeConfig& config() const { return config_; }
+
+ private:
+  struct Page;
+  struct Lock;
+  struct BarrierState;
+  struct MasterBarrier;
+
+  // Pages (node_page.cc).
+  Page& PageEntry(PageId p);
+  NodeId ResolveHome(PageId p, Page& pg, ThreadId t, bool* blocked);
+  Outcome HomeFault(ThreadId t, PageId p, Page& pg, Access a);
+  Outcome RemoteFault(ThreadId t, PageId p, Page& pg, Access a);
+  void SyncProtection(PageId p, Page& pg);
+  void RequestPage(PageId p, Page& pg);
+  void WakeAll(std::vector<ThreadId>* waiters);
+  void Invalidate(PageId p, NodeId writer, IntervalId interval);
+  void ServeFetches(PageId p, Page& pg);
+  void CloseInterval();
+  void ApplyView(ThreadId t, const VectorTime& v);
+  Status OnFetchRequest(NodeId from, FetchRequest& m);
+  Status OnPageReply(NodeId from, PageReply& m);
+  Status OnDiff(NodeId from, DiffMessage& m);
+  Status OnHomeClaim(NodeId from, HomeClaim& m);
+  Status OnHomeReply(NodeId from, HomeReply& m);
+
+  // Locks (node_lock.cc).
+  NodeId LockHome(LockId l) const;
+  void SendLockRequest(LockId l, Lock& lk);
+  void OnLockRequestAtHome(const LockRequest& m);
+  void OnLockForward(const LockRequest& m);
+  void GrantRemote(LockId l, Lock& lk);
+  void AssignLocal(ThreadId t, Lock& lk);
+  Status OnLockRequest(NodeId from, LockRequest& m);
+  Status OnLockGrant(NodeId from, LockGrant& m);
+
+  // Barriers (node_barrier.cc).
+  void OnBarrierArrive(NodeId from, BarrierArrive& m);
+  Status OnBarrierRelease(NodeId from, BarrierRelease& m);
+  Status AddNotices(std::vector<WriteNotice>& notices);
+
+  void Send(NodeId to, const Message& m);
+  NodeId nodes() const { return config_.geometry.nodes; }
+
+  NodeConfig config_;
+  Host* host_;
+  HomeMap homes_;
+  Directory directory_;  // pages this node manages under first-touch
+  IntervalLog log_;
+  VectorTime applied_;                 // notices applied (invalidated) node-wide
+  std::vector<VectorTime> views_;      // per local thread
+  std::unordered_map<PageId, std::unique_ptr<Page>> pages_;
+  std::vector<PageId> dirty_;          // pages written in the open interval
+  std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
+  std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
+  std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;
+  IntervalId own_reported_ = 0;        // own intervals sent to the barrier master
+  uint64_t lock_seq_ = 0;              // arrival order of lock waiters
+  NodeStats stats_;
+};
+
+}  // namespace svm

@@ -1,0 +1,40 @@
+// Counters a Node keeps about its own protocol activity. Plain integers,
+// written only from inside the Node (so under the same serialisation).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "protocol/messages.h"
+
+namespace svm {
+
+// What a handler invocation served (the "interrupts" later modes remove).
+enum class HandlerKind : uint8_t { kFetch, kDiff, kLock, kNotice, kBarrier, kDirectory };
+inline constexpr size_t kHandlerKindCount = 6;
+const char* ToString(HandlerKind k);
+HandlerKind HandlerKindOf(MessageType t);
+
+struct NodeStats {
+  uint64_t read_faults = 0;
+  uint64_t write_faults = 0;
+  uint64_t fetches = 0;         // page requests sent
+  uint64_t fetch_retries = 0;   // replies too old for what was needed by then
+  uint64_t safe_fetches = 0;    // fetches merged into a dirty page via its twin
+  uint64_t twins = 0;
+  uint64_t diffs = 0;           // diffs sent
+  uint64_t diff_bytes = 0;      // changed bytes sent in diffs
+  uint64_t diff_runs = 0;
+  uint64_t diffs_applied = 0;   // at this node, as a home
+  uint64_t intervals = 0;       // intervals closed
+  uint64_t invalidations = 0;   // pages invalidated by write notices
+  uint64_t local_acquires = 0;  // lock acquires served without a message
+  uint64_t remote_acquires = 0;
+  uint64_t barriers = 0;        // barrier episodes this node took part in
+  uint64_t protections = 0;     // Host::Protect calls
+  std::array<uint64_t, kMessageTypeCount + 1> messages_sent{};  // by MessageType
+  std::array<uint64_t, kMessageTypeCount + 1> bytes_sent{};
+  std::array<uint64_t, kHandlerKindCount> handler{};            // by HandlerKind
+};
+
+}  // namespace svm

@@ -1,0 +1,42 @@
+// VectorTime: one interval number per node.
+//
+// Entry m is the newest interval of node m that the holder has seen (for a
+// node's "known" vector: has write notices for; for a thread's view: has
+// applied). Comparisons are the usual partial order of vector clocks.
+// A value type; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/types.h"
+
+namespace svm {
+
+class VectorTime {
+ public:
+  VectorTime() = default;
+  explicit VectorTime(size_t nodes) : t_(nodes, 0) {}
+  explicit VectorTime(std::vector<IntervalId> t) : t_(std::move(t)) {}
+
+  size_t size() const { return t_.size(); }
+  IntervalId operator[](NodeId n) const { return t_[n]; }
+  IntervalId& operator[](NodeId n) { return t_[n]; }
+  const std::vector<IntervalId>& entries() const { return t_; }
+
+  // REQUIRES: size() == o.size() for all binary operations below.
+  // Every entry <= the other's.
+  bool Covers(const VectorTime& o) const;            // o <= *this
+  bool HappenedBefore(const VectorTime& o) const;    // *this < o
+  bool ConcurrentWith(const VectorTime& o) const;
+  void Merge(const VectorTime& o);                   // entrywise max
+  friend bool operator==(const VectorTime&, const VectorTime&) = default;
+
+  std::string ToString() const;
+
+ private:
+  std::vector<IntervalId> t_;
+};
+
+}  // namespace svm

@@ -1,0 +1,47 @@
+// Wire encoding of protocol messages (layout in doc/wire.md).
+//
+// Every message: a 16-byte header, then a type-specific body.
+//   u32 magic 'SVM1' | u16 version | u16 type | u32 body length | u32 job epoch
+// All integers little-endian; every variable-length field carries an
+// explicit count. Decoding is bounds-checked: any malformed input yields an
+// error Status, never undefined behaviour. Thread-safe: no shared state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol/messages.h"
+#include "protocol/status.h"
+
+namespace svm::wire {
+
+inline constexpr uint32_t kMagic = 0x314d5653;  // "SVM1" read as little-endian bytes
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kHeaderBytes = 16;
+// Bound on any body; larger lengths are rejected before allocation.
+inline constexpr uint32_t kMaxBodyBytes = 64u << 20;
+// Bound on vector sizes (nodes) and on list lengths inside one message.
+inline constexpr uint32_t kMaxNodes = 4096;
+
+struct Header {
+  uint16_t version = kVersion;
+  MessageType type = MessageType::kFetchRequest;
+  uint32_t length = 0;  // body bytes
+  uint32_t epoch = 0;
+};
+
+// Appends the encoding of m (header and body) to *out.
+void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out);
+std::vector<uint8_t> Encode(const Message& m, uint32_t epoch);
+
+// Decodes just the header (first kHeaderBytes of bytes). Checks magic,
+// version, type and the length bound.
+Status DecodeHeader(std::span<const uint8_t> bytes, Header* out);
+
+// Decodes one whole message: bytes must be exactly header + body. The epoch
+// must equal `epoch`; vectors must have `nodes` entries.
+Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out);
+
+}  // namespace svm::wire
