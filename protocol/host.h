@@ -30,7 +30,9 @@ class Host {
   virtual void Protect(PageId p, Prot prot) = 0;
 
   // Thread t, blocked by an operation that returned Outcome::kBlocked, should
-  // retry that operation.
+  // retry that operation. A wake may also reach a thread that is not blocked
+  // (for instance the caller of the operation that woke it); it must then be
+  // harmless: at most one retry that returns kBlocked again.
   virtual void Wake(ThreadId t) = 0;
 };
 

@@ -112,16 +112,15 @@ class Node {
 
   // Pages (node_page.cc).
   Page& PageEntry(PageId p);
-  NodeId ResolveHome(PageId p, Page& pg, ThreadId t, bool* blocked);
   Outcome HomeFault(ThreadId t, PageId p, Page& pg, Access a);
   Outcome RemoteFault(ThreadId t, PageId p, Page& pg, Access a);
+  Prot DesiredProtection(const Page& pg) const;
   void SyncProtection(PageId p, Page& pg);
   void RequestPage(PageId p, Page& pg);
   void WakeAll(std::vector<ThreadId>* waiters);
   void Invalidate(PageId p, NodeId writer, IntervalId interval);
+  Status CheckHomedHere(PageId p);
   void ServeFetches(PageId p, Page& pg);
-  void CloseInterval();
-  void ApplyView(ThreadId t, const VectorTime& v);
   Status OnFetchRequest(NodeId from, FetchRequest& m);
   Status OnPageReply(NodeId from, PageReply& m);
   Status OnDiff(NodeId from, DiffMessage& m);
@@ -130,19 +129,29 @@ class Node {
 
   // Locks (node_lock.cc).
   NodeId LockHome(LockId l) const;
-  void SendLockRequest(LockId l, Lock& lk);
-  void OnLockRequestAtHome(const LockRequest& m);
-  void OnLockForward(const LockRequest& m);
-  void GrantRemote(LockId l, Lock& lk);
+  Lock& LockEntry(LockId l);
+  void HandOn(LockId l, Lock& lk);
   void AssignLocal(ThreadId t, Lock& lk);
+  void SendLockRequest(LockId l, Lock& lk);
+  void OnLockRequestAtHome(LockRequest req);
+  void OnLockForward(LockRequest req);
+  void GrantRemote(LockId l, Lock& lk);
   Status OnLockRequest(NodeId from, LockRequest& m);
   Status OnLockGrant(NodeId from, LockGrant& m);
 
   // Barriers (node_barrier.cc).
-  void OnBarrierArrive(NodeId from, BarrierArrive& m);
+  Status OnBarrierArrive(NodeId from, BarrierArrive& m);
   Status OnBarrierRelease(NodeId from, BarrierRelease& m);
-  Status AddNotices(std::vector<WriteNotice>& notices);
 
+  // Intervals and views (node.cc).
+  void CloseInterval();
+  void ApplyView(ThreadId t, const VectorTime& v);
+  // Checks that notices extend the bins without a gap and, with must_cover,
+  // that the bins would then cover that vector.
+  Status CheckNotices(const std::vector<WriteNotice>& notices,
+                      const VectorTime* must_cover) const;
+  // REQUIRES: CheckNotices(notices, ...).ok().
+  void AddNotices(std::vector<WriteNotice>& notices);
   void Send(NodeId to, const Message& m);
   NodeId nodes() const { return config_.geometry.nodes; }
 
@@ -158,7 +167,7 @@ class Node {
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;
-  IntervalId own_reported_ = 0;        // own intervals sent to the barrier master
+  VectorTime reported_;                // notices sent to the barrier master
   uint64_t lock_seq_ = 0;              // arrival order of lock waiters
   NodeStats stats_;
 };

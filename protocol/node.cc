@@ -1,0 +1,157 @@
+// Node: construction, message dispatch, intervals and views. Pages, locks and
+// barriers live in node_page.cc, node_lock.cc and node_barrier.cc.
+#include "protocol/node.h"
+
+#include <cassert>
+#include <type_traits>
+
+#include "protocol/node_state.h"
+#include "protocol/diff.h"
+#include "protocol/wire.h"
+
+namespace svm {
+
+const char* ToString(PlantedBug b) {
+  switch (b) {
+    case PlantedBug::kNone: return "none";
+    case PlantedBug::kSkipInvalidation: return "skip-invalidation";
+    case PlantedBug::kNoVersionWait: return "no-version-wait";
+    case PlantedBug::kUnsafeFetch: return "unsafe-fetch";
+  }
+  return "?";
+}
+
+Node::Node(const NodeConfig& config, Host* host)
+    : config_(config),
+      host_(host),
+      homes_(config.geometry, config.home_policy, config.cyclic_block),
+      log_(config.geometry.nodes),
+      applied_(config.geometry.nodes),
+      views_(config.threads, VectorTime(config.geometry.nodes)),
+      reported_(config.geometry.nodes) {
+  assert(config.geometry.Validate().ok());
+  assert(config.self < config.geometry.nodes);
+  assert(config.threads >= 1);
+}
+
+Node::~Node() = default;
+
+void Node::Send(NodeId to, const Message& m) {
+  assert(to != config_.self && to < nodes());
+  std::vector<uint8_t> bytes = wire::Encode(m, config_.epoch);
+  const auto type = static_cast<size_t>(TypeOf(m));
+  stats_.messages_sent[type]++;
+  stats_.bytes_sent[type] += bytes.size();
+  host_->Send(to, std::move(bytes));
+}
+
+Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
+  if (from >= nodes() || from == config_.self)
+    return Status::InvalidArgument("message from an impossible sender");
+  Message msg;
+  Status st = wire::Decode(bytes, config_.epoch, nodes(), &msg);
+  if (!st.ok()) return st;
+  stats_.handler[static_cast<size_t>(HandlerKindOf(TypeOf(msg)))]++;
+  return std::visit(
+      [&](auto& m) -> Status {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, FetchRequest>) return OnFetchRequest(from, m);
+        else if constexpr (std::is_same_v<T, PageReply>) return OnPageReply(from, m);
+        else if constexpr (std::is_same_v<T, DiffMessage>) return OnDiff(from, m);
+        else if constexpr (std::is_same_v<T, LockRequest>) return OnLockRequest(from, m);
+        else if constexpr (std::is_same_v<T, LockGrant>) return OnLockGrant(from, m);
+        else if constexpr (std::is_same_v<T, BarrierArrive>) return OnBarrierArrive(from, m);
+        else if constexpr (std::is_same_v<T, BarrierRelease>) return OnBarrierRelease(from, m);
+        else if constexpr (std::is_same_v<T, HomeClaim>) return OnHomeClaim(from, m);
+        else return OnHomeReply(from, m);
+      },
+      msg);
+}
+
+// Ends the open interval: write-protects and diffs every dirty page (lazy
+// diffing: only now, when another node may come to need the writes), and
+// records the pages written as a write notice of the new interval.
+void Node::CloseInterval() {
+  if (dirty_.empty()) return;
+  const NodeId self = config_.self;
+  const IntervalId interval = log_.known()[self] + 1;
+  WriteNotice notice{self, interval, {}};
+  for (PageId p : dirty_) {
+    Page& pg = *pages_.at(p);
+    assert(pg.state == Page::State::kWrite);
+    if (pg.home == self) {
+      pg.state = Page::State::kRead;
+      pg.version[self] = interval;
+      SyncProtection(p, pg);
+      notice.pages.push_back(p);
+      continue;
+    }
+    // Protect first, then diff: a write racing with the diff must fault and
+    // start a fresh twin, not slip in between.
+    pg.state = pg.stale ? Page::State::kInvalid : Page::State::kRead;
+    pg.stale = false;
+    SyncProtection(p, pg);
+    DiffMessage d{p, interval, {}};
+    const size_t page_size = config_.geometry.page_size;
+    diff::EncodeResult r =
+        diff::Encode(host_->Frame(p), {pg.twin.get(), page_size}, &d.runs);
+    pg.twin.reset();
+    if (r.runs == 0) continue;
+    stats_.diffs++;
+    stats_.diff_bytes += r.bytes;
+    stats_.diff_runs += r.runs;
+    // A fetch already on its way may be answered before this diff lands;
+    // demanding our own interval makes such a reply stale.
+    pg.need[self] = interval;
+    Send(pg.home, d);
+    notice.pages.push_back(p);
+  }
+  dirty_.clear();
+  Status st = log_.Add(std::move(notice));
+  assert(st.ok());
+  (void)st;
+  applied_[self] = interval;
+  stats_.intervals++;
+}
+
+// Thread t's view advances to cover v. Notices in v that no local thread had
+// applied yet are applied now, node-wide (threads share the frames); the
+// rest of the bins wait for an acquire that needs them.
+void Node::ApplyView(ThreadId t, const VectorTime& v) {
+  VectorTime to = applied_;
+  to.Merge(v);
+  if (!(to == applied_)) {
+    assert(log_.known().Covers(to));
+    log_.ForEachPage(applied_, to, [&](NodeId writer, IntervalId interval, PageId p) {
+      Invalidate(p, writer, interval);
+    });
+    applied_ = std::move(to);
+  }
+  views_[t].Merge(v);
+}
+
+Status Node::CheckNotices(const std::vector<WriteNotice>& notices,
+                          const VectorTime* must_cover) const {
+  VectorTime known = log_.known();
+  for (const WriteNotice& n : notices) {
+    if (n.node >= nodes()) return Status::Malformed("write notice of an unknown node");
+    for (PageId p : n.pages)
+      if (p >= config_.geometry.pages) return Status::OutOfRange("write notice beyond the region");
+    if (n.interval <= known[n.node]) continue;
+    if (n.interval != known[n.node] + 1) return Status::Malformed("write notices leave a gap");
+    known[n.node] = n.interval;
+  }
+  if (must_cover && !known.Covers(*must_cover))
+    return Status::Malformed("timestamp ahead of the write notices that came with it");
+  return Status::Ok();
+}
+
+void Node::AddNotices(std::vector<WriteNotice>& notices) {
+  for (WriteNotice& n : notices) {
+    Status st = log_.Add(std::move(n));
+    assert(st.ok());
+    (void)st;
+  }
+}
+
+}  // namespace svm

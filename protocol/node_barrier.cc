@@ -1,0 +1,101 @@
+// Node: hierarchical barriers. Threads of a node meet locally; the last one
+// closes the node's interval and reports to the master (node 0) with the
+// notices the master may lack; the master merges and releases every node with
+// the notices it lacks. A barrier is an acquire for every thread in it.
+#include <cassert>
+
+#include "protocol/node.h"
+#include "protocol/node_state.h"
+
+namespace svm {
+
+namespace {
+constexpr NodeId kMaster = 0;
+}
+
+Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global) {
+  assert(t < config_.threads && local >= 1 && local <= total);
+  auto& entry = barriers_[b];
+  if (!entry) {
+    entry = std::make_unique<BarrierState>();
+    entry->waiting.resize(config_.threads);
+  }
+  BarrierState& bs = *entry;
+  if (!bs.waiting[t]) {
+    bs.waiting[t] = bs.episode;
+    if (++bs.arrived == local) {
+      bs.arrived = 0;
+      CloseInterval();
+      BarrierArrive arrive{b, local, total, global, log_.known(), {}};
+      log_.Missing(reported_, &arrive.notices);
+      reported_ = log_.known();
+      if (config_.self == kMaster)
+        OnBarrierArrive(config_.self, arrive);
+      else
+        Send(kMaster, arrive);
+    }
+  }
+  if (bs.episode > *bs.waiting[t]) {
+    bs.waiting[t].reset();
+    return Outcome::kDone;
+  }
+  return Outcome::kBlocked;
+}
+
+Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
+  if (config_.self != kMaster) return Status::InvalidArgument("barrier arrival at a non-master node");
+  if (m.arrivals == 0 || m.arrivals > m.total) return Status::Malformed("barrier arrival count");
+  if (Status st = CheckNotices(m.notices, &m.known); !st.ok()) return st;
+  auto& entry = master_[m.barrier];
+  if (!entry) {
+    entry = std::make_unique<MasterBarrier>();
+    entry->total = m.total;
+  }
+  MasterBarrier& mb = *entry;
+  if (mb.total != m.total || mb.arrivals + m.arrivals > mb.total)
+    return Status::InvalidArgument("barrier arrivals disagree on the thread count");
+  AddNotices(m.notices);
+  mb.arrivals += m.arrivals;
+  mb.global = mb.global && m.global;
+  mb.nodes.push_back({from, std::move(m.known)});
+  if (mb.arrivals < mb.total) return Status::Ok();
+
+  std::unique_ptr<MasterBarrier> done = std::move(entry);
+  master_.erase(m.barrier);
+  VectorTime time(nodes());
+  for (const auto& a : done->nodes) time.Merge(a.known);
+  std::optional<BarrierRelease> own;
+  for (const auto& a : done->nodes) {
+    BarrierRelease release{m.barrier, time, done->global, {}};
+    log_.Missing(a.known, &release.notices);
+    if (a.node == config_.self)
+      own = std::move(release);
+    else
+      Send(a.node, release);
+  }
+  if (own) return OnBarrierRelease(config_.self, *own);
+  return Status::Ok();
+}
+
+Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
+  if (from != kMaster) return Status::InvalidArgument("barrier release not from the master");
+  auto it = barriers_.find(m.barrier);
+  if (it == barriers_.end()) return Status::InvalidArgument("release of a barrier nobody waits at");
+  if (Status st = CheckNotices(m.notices, &m.time); !st.ok()) return st;
+  AddNotices(m.notices);
+  BarrierState& bs = *it->second;
+  const uint64_t episode = bs.episode++;
+  for (ThreadId t = 0; t < config_.threads; ++t) {
+    if (bs.waiting[t] != episode) continue;
+    ApplyView(t, m.time);
+    host_->Wake(t);
+  }
+  if (m.collect) {
+    log_.CollectGarbage(m.time);
+    reported_.Merge(log_.floor());
+  }
+  stats_.barriers++;
+  return Status::Ok();
+}
+
+}  // namespace svm

@@ -1,0 +1,171 @@
+// Node: distributed locks. Each lock has a home that remembers the last
+// requester (the tail of a distributed queue); a request goes to the home,
+// which forwards it to that tail, which grants once it is done with the lock.
+// Coherence rides on the grant: the releaser's view and the notices the
+// requester lacks.
+#include <algorithm>
+#include <cassert>
+
+#include "protocol/node.h"
+#include "protocol/node_state.h"
+
+namespace svm {
+
+NodeId Node::LockHome(LockId l) const {
+  // Lock ids are addresses: mix the bits so aligned neighbours spread out.
+  uint64_t x = l;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return static_cast<NodeId>(x % nodes());
+}
+
+Node::Lock& Node::LockEntry(LockId l) {
+  auto it = locks_.find(l);
+  if (it != locks_.end()) return *it->second;
+  auto lk = std::make_unique<Lock>();
+  lk->timestamp = VectorTime(nodes());
+  if (LockHome(l) == config_.self) {  // the home holds a fresh lock's token
+    lk->have_token = true;
+    lk->tail = config_.self;
+  }
+  return *locks_.emplace(l, std::move(lk)).first->second;
+}
+
+Outcome Node::Acquire(ThreadId t, LockId l) {
+  assert(t < config_.threads);
+  Lock& lk = LockEntry(l);
+  if (lk.held && lk.holder == t) return Outcome::kDone;  // handed to t while it waited
+  auto waiting = [&] {
+    return std::any_of(lk.waiters.begin(), lk.waiters.end(),
+                       [&](const Lock::Waiter& w) { return w.thread == t; });
+  };
+  if (waiting()) return Outcome::kBlocked;
+  if (lk.have_token && !lk.held) {
+    assert(lk.waiters.empty() && !lk.remote_next);
+    AssignLocal(t, lk);
+    stats_.local_acquires++;
+    return Outcome::kDone;
+  }
+  lk.waiters.push_back({t, ++lock_seq_});
+  if (!lk.have_token && !lk.requested) SendLockRequest(l, lk);
+  return Outcome::kBlocked;
+}
+
+void Node::Release(ThreadId t, LockId l) {
+  Lock& lk = LockEntry(l);
+  assert(lk.held && lk.holder == t);
+  lk.held = false;
+  lk.timestamp = views_[t];
+  HandOn(l, lk);
+}
+
+// Passes an idle token to whoever asked first: the oldest local waiter or the
+// remote successor. Serving in arrival order is what keeps a stream of local
+// acquires from starving a remote waiter.
+void Node::HandOn(LockId l, Lock& lk) {
+  assert(lk.have_token && !lk.held);
+  const bool remote_first =
+      lk.remote_next && (lk.waiters.empty() || lk.remote_next->seq < lk.waiters.front().seq);
+  if (remote_first) {
+    GrantRemote(l, lk);
+  } else if (!lk.waiters.empty()) {
+    const ThreadId next = lk.waiters.front().thread;
+    lk.waiters.pop_front();
+    AssignLocal(next, lk);
+    stats_.local_acquires++;
+    host_->Wake(next);
+  }
+}
+
+void Node::AssignLocal(ThreadId t, Lock& lk) {
+  lk.held = true;
+  lk.holder = t;
+  ApplyView(t, lk.timestamp);
+}
+
+void Node::SendLockRequest(LockId l, Lock& lk) {
+  lk.requested = true;
+  LockRequest req{l, config_.self, false, log_.known()};
+  if (LockHome(l) == config_.self)
+    OnLockRequestAtHome(req);
+  else
+    Send(LockHome(l), req);
+}
+
+void Node::OnLockRequestAtHome(LockRequest req) {
+  Lock& lk = LockEntry(req.lock);
+  const NodeId previous = lk.tail;
+  lk.tail = req.requester;
+  req.forwarded = true;
+  if (previous == config_.self)
+    OnLockForward(std::move(req));
+  else
+    Send(previous, req);
+}
+
+void Node::OnLockForward(LockRequest req) {
+  Lock& lk = LockEntry(req.lock);
+  const LockId l = req.lock;
+  lk.remote_next = Lock::RemoteWaiter{std::move(req), ++lock_seq_};
+  if (lk.have_token && !lk.held) HandOn(l, lk);
+}
+
+// Lazy diffing: the interval closes only now that the lock leaves the node.
+void Node::GrantRemote(LockId l, Lock& lk) {
+  LockRequest req = std::move(lk.remote_next->request);
+  lk.remote_next.reset();
+  CloseInterval();
+  LockGrant grant{l, lk.timestamp, {}};
+  grant.timestamp[config_.self] = log_.known()[config_.self];
+  log_.Missing(req.known, &grant.notices);
+  lk.have_token = false;
+  Send(req.requester, grant);
+  if (!lk.waiters.empty()) SendLockRequest(l, lk);
+}
+
+Status Node::OnLockRequest(NodeId from, LockRequest& m) {
+  if (m.requester >= nodes() || m.requester == config_.self)
+    return Status::Malformed("lock request names an impossible requester");
+  if (!m.forwarded) {
+    if (from != m.requester || LockHome(m.lock) != config_.self)
+      return Status::InvalidArgument("lock request sent to a node that is not the lock's home");
+    auto it = locks_.find(m.lock);
+    if (it != locks_.end() && it->second->tail == m.requester)
+      return Status::InvalidArgument("lock request from the lock's current tail");
+    OnLockRequestAtHome(std::move(m));
+    return Status::Ok();
+  }
+  if (from != LockHome(m.lock)) return Status::InvalidArgument("lock forward not from the lock's home");
+  if (!m.known.Covers(log_.floor()))
+    return Status::InvalidArgument("lock request older than collected write notices");
+  auto it = locks_.find(m.lock);
+  if (it != locks_.end() && it->second->remote_next)
+    return Status::InvalidArgument("second successor forwarded for one lock");
+  OnLockForward(std::move(m));
+  return Status::Ok();
+}
+
+Status Node::OnLockGrant(NodeId, LockGrant& m) {
+  auto it = locks_.find(m.lock);
+  if (it == locks_.end() || !it->second->requested)
+    return Status::InvalidArgument("lock grant nobody asked for");
+  if (Status st = CheckNotices(m.notices, &m.timestamp); !st.ok()) return st;
+  AddNotices(m.notices);
+  Lock& lk = *it->second;
+  lk.requested = false;
+  lk.have_token = true;
+  lk.timestamp = std::move(m.timestamp);
+  if (lk.waiters.empty()) {  // every waiter gave up (not possible yet); pass it on
+    if (lk.remote_next) HandOn(m.lock, lk);
+    return Status::Ok();
+  }
+  const ThreadId next = lk.waiters.front().thread;
+  lk.waiters.pop_front();
+  AssignLocal(next, lk);
+  stats_.remote_acquires++;
+  host_->Wake(next);
+  return Status::Ok();
+}
+
+}  // namespace svm

@@ -1,0 +1,233 @@
+// Node: page faults, fetches, diffs at the home, invalidation, first touch.
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "protocol/diff.h"
+#include "protocol/node.h"
+#include "protocol/node_state.h"
+
+namespace svm {
+
+Node::Page& Node::PageEntry(PageId p) {
+  assert(p < config_.geometry.pages);
+  auto it = pages_.find(p);
+  if (it != pages_.end()) return *it->second;
+  auto pg = std::make_unique<Page>(nodes());
+  if (homes_.policy() != HomePolicy::kFirstTouch) pg->home = homes_.StaticHome(p);
+  return *pages_.emplace(p, std::move(pg)).first->second;
+}
+
+Prot Node::DesiredProtection(const Page& pg) const {
+  using State = Page::State;
+  if (pg.state == State::kInvalid) return Prot::kNone;
+  if (pg.home == config_.self) {
+    if (!pg.version.Covers(pg.need)) return Prot::kNone;  // diffs still due
+  } else if (pg.stale) {
+    return Prot::kNone;
+  }
+  return pg.state == State::kWrite ? Prot::kReadWrite : Prot::kRead;
+}
+
+void Node::SyncProtection(PageId p, Page& pg) {
+  const Prot want = DesiredProtection(pg);
+  if (want == pg.prot) return;
+  host_->Protect(p, want);
+  pg.prot = want;
+  stats_.protections++;
+}
+
+void Node::WakeAll(std::vector<ThreadId>* waiters) {
+  for (ThreadId t : *waiters) host_->Wake(t);
+  waiters->clear();
+}
+
+Outcome Node::Fault(ThreadId t, PageId p, Access a) {
+  assert(t < config_.threads);
+  (a == Access::kWrite ? stats_.write_faults : stats_.read_faults)++;
+  Page& pg = PageEntry(p);
+  if (pg.home == kNoNode) {
+    const NodeId manager = homes_.Manager(p);
+    if (manager == config_.self) {
+      pg.home = directory_.Claim(p, config_.self);
+    } else {
+      if (!pg.claiming) {
+        pg.claiming = true;
+        Send(manager, HomeClaim{p});
+      }
+      pg.waiters.push_back(t);
+      return Outcome::kBlocked;
+    }
+  }
+  return pg.home == config_.self ? HomeFault(t, p, pg, a) : RemoteFault(t, p, pg, a);
+}
+
+// At the home there is no twin: a write is noted (for the write notice) by
+// write-protecting home pages at every interval's end.
+Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
+  if (!pg.version.Covers(pg.need)) {
+    pg.waiters.push_back(t);
+    return Outcome::kBlocked;
+  }
+  if (a == Access::kWrite && pg.state != Page::State::kWrite) {
+    pg.state = Page::State::kWrite;
+    dirty_.push_back(p);
+  } else if (pg.state == Page::State::kInvalid) {
+    pg.state = Page::State::kRead;
+  }
+  SyncProtection(p, pg);
+  return Outcome::kDone;
+}
+
+Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
+  if (pg.state == Page::State::kInvalid || pg.stale) {
+    if (!pg.fetching) RequestPage(p, pg);
+    pg.waiters.push_back(t);
+    return Outcome::kBlocked;
+  }
+  if (a == Access::kWrite && pg.state == Page::State::kRead) {
+    const size_t page_size = config_.geometry.page_size;
+    pg.twin = std::make_unique<uint8_t[]>(page_size);
+    std::memcpy(pg.twin.get(), host_->Frame(p).data(), page_size);
+    pg.state = Page::State::kWrite;
+    dirty_.push_back(p);
+    stats_.twins++;
+  }
+  SyncProtection(p, pg);
+  return Outcome::kDone;
+}
+
+void Node::RequestPage(PageId p, Page& pg) {
+  pg.fetching = true;
+  stats_.fetches++;
+  Send(pg.home, FetchRequest{p, pg.need});
+}
+
+// Writer's notice for p applied here. Away from the home the copy is dropped
+// (or, if dirty, marked for a safe fetch); at the home the page waits until
+// the writer's diff has arrived.
+void Node::Invalidate(PageId p, NodeId writer, IntervalId interval) {
+  if (writer == config_.self) return;
+  Page& pg = PageEntry(p);
+  pg.need[writer] = std::max(pg.need[writer], interval);
+  if (pg.home != config_.self) {
+    if (config_.TEST_bug == PlantedBug::kSkipInvalidation) return;
+    if (pg.state == Page::State::kRead) {
+      pg.state = Page::State::kInvalid;
+      stats_.invalidations++;
+    } else if (pg.state == Page::State::kWrite && !pg.stale) {
+      pg.stale = true;
+      stats_.invalidations++;
+    }
+  }
+  SyncProtection(p, pg);
+}
+
+Status Node::CheckHomedHere(PageId p) {
+  if (p >= config_.geometry.pages) return Status::OutOfRange("page beyond the region");
+  Page& pg = PageEntry(p);
+  if (pg.home == kNoNode) {
+    // First touch: only the winner of p's claim is ever asked for it, and the
+    // asker may have heard the outcome before we did.
+    const NodeId recorded = directory_.Lookup(p);
+    if (homes_.Manager(p) == config_.self && recorded != config_.self)
+      return Status::InvalidArgument("request for a page homed elsewhere");
+    pg.home = config_.self;
+  }
+  if (pg.home != config_.self) return Status::InvalidArgument("request for a page homed elsewhere");
+  return Status::Ok();
+}
+
+void Node::ServeFetches(PageId p, Page& pg) {
+  auto ready = [&](const Page::PendingFetch& f) {
+    return config_.TEST_bug == PlantedBug::kNoVersionWait || pg.version.Covers(f.need);
+  };
+  auto frame = host_->Frame(p);
+  std::erase_if(pg.pending, [&](const Page::PendingFetch& f) {
+    if (!ready(f)) return false;
+    Send(f.from, PageReply{p, pg.version, std::vector<uint8_t>(frame.begin(), frame.end())});
+    return true;
+  });
+}
+
+Status Node::OnFetchRequest(NodeId from, FetchRequest& m) {
+  if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
+  Page& pg = PageEntry(m.page);
+  pg.pending.push_back({from, std::move(m.need)});
+  ServeFetches(m.page, pg);
+  return Status::Ok();
+}
+
+Status Node::OnDiff(NodeId from, DiffMessage& m) {
+  if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
+  Page& pg = PageEntry(m.page);
+  if (m.interval <= pg.version[from]) return Status::Malformed("diff out of order");
+  if (Status st = diff::Apply(m.runs, host_->Frame(m.page)); !st.ok()) return st;
+  pg.version[from] = m.interval;
+  stats_.diffs_applied++;
+  ServeFetches(m.page, pg);
+  if (pg.version.Covers(pg.need)) {
+    SyncProtection(m.page, pg);
+    WakeAll(&pg.waiters);
+  }
+  return Status::Ok();
+}
+
+// The home's copy arrived. A reply older than what notices applied since the
+// request demand is refetched; a dirty copy takes only the bytes others
+// changed, through its twin (safe fetch), so local writes survive.
+Status Node::OnPageReply(NodeId from, PageReply& m) {
+  auto it = pages_.find(m.page);
+  if (it == pages_.end() || !it->second->fetching || it->second->home != from)
+    return Status::InvalidArgument("page reply nobody asked for");
+  Page& pg = *it->second;
+  const size_t page_size = config_.geometry.page_size;
+  if (m.data.size() != page_size) return Status::Malformed("page reply of the wrong size");
+  pg.fetching = false;
+  if (!m.version.Covers(pg.need)) {
+    stats_.fetch_retries++;
+    RequestPage(m.page, pg);
+    return Status::Ok();
+  }
+  std::span<uint8_t> frame = host_->Frame(m.page);
+  if (pg.state == Page::State::kWrite && config_.TEST_bug != PlantedBug::kUnsafeFetch) {
+    std::vector<diff::Run> runs;
+    diff::FindRuns(m.data, {pg.twin.get(), page_size}, &runs);
+    for (const diff::Run& r : runs) {
+      std::memcpy(frame.data() + r.offset, m.data.data() + r.offset, r.length);
+      std::memcpy(pg.twin.get() + r.offset, m.data.data() + r.offset, r.length);
+    }
+    stats_.safe_fetches++;
+  } else {
+    std::memcpy(frame.data(), m.data.data(), page_size);
+    if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
+  }
+  pg.stale = false;
+  SyncProtection(m.page, pg);
+  WakeAll(&pg.waiters);
+  return Status::Ok();
+}
+
+Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
+  if (m.page >= config_.geometry.pages) return Status::OutOfRange("claim beyond the region");
+  if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
+    return Status::InvalidArgument("home claim sent to a node that does not manage the page");
+  Send(from, HomeReply{m.page, directory_.Claim(m.page, from)});
+  return Status::Ok();
+}
+
+Status Node::OnHomeReply(NodeId from, HomeReply& m) {
+  auto it = pages_.find(m.page);
+  if (it == pages_.end() || !it->second->claiming || homes_.Manager(m.page) != from)
+    return Status::InvalidArgument("home reply nobody asked for");
+  Page& pg = *it->second;
+  if (m.home >= nodes()) return Status::Malformed("home reply names an unknown node");
+  if (pg.home != kNoNode && pg.home != m.home)
+    return Status::InvalidArgument("home reply contradicts the page's known home");
+  pg.claiming = false;
+  pg.home = m.home;
+  WakeAll(&pg.waiters);
+  return Status::Ok();
+}
+
+}  // namespace svm

@@ -1,0 +1,94 @@
+// Private to node*.cc: the per-page, per-lock and per-barrier state of a Node.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "protocol/node.h"
+
+namespace svm {
+
+// State of one page at this node. Pages never touched here have no entry.
+//
+// Invariants:
+//  1. state == kWrite iff the page is in Node::dirty_ (written in the open
+//     interval). Away from the home, twin != nullptr iff state == kWrite.
+//  2. stale implies state == kWrite: a dirty copy that a notice outdated.
+//  3. At the home, state is kRead (write-protected: the next write is noted)
+//     or kWrite; kInvalid only until first touched.
+//  4. prot is what the application view was last set to.
+struct Node::Page {
+  enum class State : uint8_t { kInvalid, kRead, kWrite };
+
+  explicit Page(size_t nodes) : need(nodes), version(nodes) {}
+
+  NodeId home = kNoNode;
+  State state = State::kInvalid;
+  Prot prot = Prot::kNone;
+  bool stale = false;      // kWrite copy outdated by a notice: safe fetch due
+  bool fetching = false;   // a FetchRequest is out
+  bool claiming = false;   // a HomeClaim is out
+  VectorTime need;         // version a copy must have (from applied notices)
+  VectorTime version;      // at the home: diffs applied so far (flush timestamp)
+  std::unique_ptr<uint8_t[]> twin;
+  std::vector<ThreadId> waiters;  // local threads blocked on this page
+
+  struct PendingFetch {
+    NodeId from;
+    VectorTime need;
+  };
+  std::vector<PendingFetch> pending;  // at the home: fetches awaiting diffs
+};
+
+// State of one lock at this node: the token (if here), local users and
+// waiters, and, at the lock's home, the tail of the distributed queue.
+//
+// Invariants:
+//  1. held implies have_token.
+//  2. have_token && !held implies no waiters and no remote_next: an idle
+//     token is handed on at once.
+//  3. requested implies !have_token.
+struct Node::Lock {
+  bool have_token = false;
+  bool held = false;
+  ThreadId holder = 0;
+  bool requested = false;
+  VectorTime timestamp;  // view of the last releaser
+
+  struct Waiter {
+    ThreadId thread;
+    uint64_t seq;
+  };
+  std::deque<Waiter> waiters;
+  struct RemoteWaiter {
+    LockRequest request;
+    uint64_t seq;
+  };
+  std::optional<RemoteWaiter> remote_next;
+
+  NodeId tail = kNoNode;  // at the lock's home: the last requester
+};
+
+// A barrier as seen by this node's threads.
+struct Node::BarrierState {
+  uint32_t arrived = 0;     // local threads of the current episode
+  uint64_t episode = 0;     // episodes released so far
+  std::vector<std::optional<uint64_t>> waiting;  // per thread: episode awaited
+};
+
+// A barrier episode being gathered at the master.
+struct Node::MasterBarrier {
+  uint32_t arrivals = 0;
+  uint32_t total = 0;
+  bool global = true;
+  struct Arrival {
+    NodeId node;
+    VectorTime known;
+  };
+  std::vector<Arrival> nodes;
+};
+
+}  // namespace svm

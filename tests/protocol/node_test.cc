@@ -1,0 +1,212 @@
+// Hand-driven checks of svm::Node with a tiny in-process cluster. The broad,
+// randomised checking lives in tests/sim; these pin down single behaviours.
+#include "protocol/node.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "protocol/wire.h"
+
+namespace svm {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+class Cluster;
+
+class TestHost : public Host {
+ public:
+  TestHost(Cluster* c, NodeId self) : cluster_(c), self_(self) {}
+  void Send(NodeId to, std::vector<uint8_t> bytes) override;
+  std::span<uint8_t> Frame(PageId p) override {
+    auto& f = frames_[p];
+    if (f.empty()) f.resize(kPage);
+    return f;
+  }
+  void Protect(PageId p, Prot prot) override { prot_[p] = prot; }
+  void Wake(ThreadId t) override { woken.insert(t); }
+
+  Prot prot(PageId p) const {
+    auto it = prot_.find(p);
+    return it == prot_.end() ? Prot::kNone : it->second;
+  }
+  std::set<ThreadId> woken;
+
+ private:
+  Cluster* cluster_;
+  NodeId self_;
+  std::map<PageId, std::vector<uint8_t>> frames_;
+  std::map<PageId, Prot> prot_;
+};
+
+class Cluster {
+ public:
+  Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic) {
+    for (NodeId i = 0; i < n; ++i) hosts_.push_back(std::make_unique<TestHost>(this, i));
+    for (NodeId i = 0; i < n; ++i) {
+      NodeConfig c;
+      c.self = i;
+      c.geometry = Geometry{kPage, 16, n};
+      c.threads = threads;
+      c.home_policy = policy;
+      nodes_.push_back(std::make_unique<Node>(c, hosts_[i].get()));
+    }
+  }
+  void Post(NodeId from, NodeId to, std::vector<uint8_t> bytes) {
+    queue_.push_back({from, to, std::move(bytes)});
+    sent++;
+  }
+  // Delivers messages in send order until none is left.
+  void Drain() {
+    while (!queue_.empty()) {
+      auto m = std::move(queue_.front());
+      queue_.pop_front();
+      Status st = nodes_[m.to]->Receive(m.from, m.bytes);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+  }
+  Node& node(NodeId n) { return *nodes_[n]; }
+  TestHost& host(NodeId n) { return *hosts_[n]; }
+
+  // Runs an operation to completion, delivering messages while it blocks.
+  template <typename Op>
+  void Complete(Op op) {
+    for (int i = 0; i < 100 && op() == Outcome::kBlocked; ++i) Drain();
+    ASSERT_EQ(op(), Outcome::kDone);
+  }
+  void Write(NodeId n, ThreadId t, PageId p, size_t off, uint8_t v) {
+    if (host(n).prot(p) != Prot::kReadWrite)
+      Complete([&] { return node(n).Fault(t, p, Access::kWrite); });
+    ASSERT_EQ(host(n).prot(p), Prot::kReadWrite);
+    host(n).Frame(p)[off] = v;
+  }
+  uint8_t Read(NodeId n, ThreadId t, PageId p, size_t off) {
+    if (host(n).prot(p) == Prot::kNone)
+      Complete([&] { return node(n).Fault(t, p, Access::kRead); });
+    EXPECT_NE(host(n).prot(p), Prot::kNone);
+    return host(n).Frame(p)[off];
+  }
+  void BarrierAll(BarrierId b, uint32_t threads) {
+    const uint32_t total = static_cast<uint32_t>(nodes_.size()) * threads;
+    std::vector<std::pair<NodeId, ThreadId>> all;
+    for (NodeId n = 0; n < nodes_.size(); ++n)
+      for (ThreadId t = 0; t < threads; ++t) {
+        node(n).Barrier(t, b, total, threads, true);
+        all.push_back({n, t});
+      }
+    Drain();
+    for (auto [n, t] : all) ASSERT_EQ(node(n).Barrier(t, b, total, threads, true), Outcome::kDone);
+  }
+
+  size_t sent = 0;
+
+ private:
+  struct InFlight {
+    NodeId from, to;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<std::unique_ptr<TestHost>> hosts_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::deque<InFlight> queue_;
+};
+
+void TestHost::Send(NodeId to, std::vector<uint8_t> bytes) {
+  cluster_->Post(self_, to, std::move(bytes));
+}
+
+TEST(NodeTest, BarrierPublishesWritesToAnotherNode) {
+  Cluster c(2, 1);
+  // Page 1 is homed on node 1 (cyclic); node 0 writes it through a twin.
+  c.Write(0, 0, 1, 10, 42);
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.Read(1, 0, 1, 10), 42);
+  EXPECT_EQ(c.node(0).stats().diffs, 1u);
+  EXPECT_EQ(c.node(1).stats().diffs_applied, 1u);
+}
+
+TEST(NodeTest, HomeWritesReachARemoteReaderAfterTheBarrier) {
+  Cluster c(2, 1);
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 0);  // node 1 caches page 0 (homed on node 0)
+  c.Write(0, 0, 0, 5, 7);
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.host(1).prot(0), Prot::kNone);  // invalidated by the notice
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 7);
+}
+
+TEST(NodeTest, LockGrantCarriesWrites) {
+  Cluster c(2, 1);
+  const LockId l = 0x1000;
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  c.Write(0, 0, 3, 100, 9);
+  c.node(0).Release(0, l);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  EXPECT_EQ(c.Read(1, 0, 3, 100), 9);
+  c.node(1).Release(0, l);
+}
+
+TEST(NodeTest, LocalHandoffSendsNoMessage) {
+  Cluster c(2, 2);
+  const LockId l = 0x2000;
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  c.node(1).Release(0, l);
+  const size_t before = c.sent;
+  const uint64_t local = c.node(1).stats().local_acquires;
+  c.Complete([&] { return c.node(1).Acquire(1, l); });
+  c.node(1).Release(1, l);
+  EXPECT_EQ(c.sent, before);
+  EXPECT_EQ(c.node(1).stats().local_acquires, local + 1);
+}
+
+TEST(NodeTest, DirtyPageSurvivesSafeFetch) {
+  Cluster c(3, 2);
+  const LockId a = 0x10, b = 0x20;
+  // Node 1 thread 0 writes byte 0 of page 2 (home: node 2) under lock a.
+  c.Complete([&] { return c.node(1).Acquire(0, a); });
+  c.Write(1, 0, 2, 0, 11);
+  // Node 0 writes byte 1 of the same page under lock b, then releases.
+  c.Complete([&] { return c.node(0).Acquire(0, b); });
+  c.Write(0, 0, 2, 1, 22);
+  c.node(0).Release(0, b);
+  // Node 1 thread 1 takes b: page 2 is dirty on node 1, so it turns stale.
+  c.Complete([&] { return c.node(1).Acquire(1, b); });
+  EXPECT_EQ(c.Read(1, 1, 2, 1), 22);
+  EXPECT_EQ(c.Read(1, 0, 2, 0), 11);  // the undiffed local write survived
+  EXPECT_EQ(c.node(1).stats().safe_fetches, 1u);
+  c.node(1).Release(1, b);
+  c.node(1).Release(0, a);
+  c.BarrierAll(9, 2);
+  EXPECT_EQ(c.Read(2, 0, 2, 0), 11);
+  EXPECT_EQ(c.Read(2, 0, 2, 1), 22);
+}
+
+TEST(NodeTest, FirstTouchMakesTheFirstClaimantHome) {
+  Cluster c(3, 1, HomePolicy::kFirstTouch);
+  c.Write(2, 0, 4, 0, 1);  // page 4 is managed by node 1; node 2 claims it
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.Read(0, 0, 4, 0), 1);
+  EXPECT_EQ(c.node(2).stats().diffs, 0u);  // home writes need no diff
+}
+
+TEST(NodeTest, MalformedMessagesAreRejected) {
+  Cluster c(2, 1);
+  std::vector<uint8_t> junk(40, 0xab);
+  EXPECT_FALSE(c.node(0).Receive(1, junk).ok());
+  // A well-formed reply nobody asked for.
+  PageReply r{1, VectorTime(2), std::vector<uint8_t>(kPage)};
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(r, 0)).ok());
+  // A diff for a page this node is not home of.
+  DiffMessage d{0, 1, {}};
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(DiffMessage{1, 1, {}}, 0)).ok());
+  EXPECT_TRUE(c.node(0).Receive(1, wire::Encode(d, 0)).ok());
+  // A grant that claims a timestamp its notices do not cover.
+  LockGrant g{7, VectorTime(std::vector<IntervalId>{0, 3}), {}};
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(g, 0)).ok());
+}
+
+}  // namespace
+}  // namespace svm
