@@ -40,9 +40,11 @@ class HomeMap {
   HomeMap(const Geometry& geometry, HomePolicy policy, uint32_t cyclic_block = 1);
 
   HomePolicy policy() const { return policy_; }
-  // The home of p for kCyclic and kBlock. REQUIRES: policy() != kFirstTouch.
+  // The home of p for kCyclic and kBlock.
+  // REQUIRES: policy() != kFirstTouch, p < pages.
   NodeId StaticHome(PageId p) const;
-  // The node keeping p's directory entry under kFirstTouch.
+  // The node keeping p's directory entry under kFirstTouch: p % nodes.
+  // REQUIRES: p < pages.
   NodeId Manager(PageId p) const;
 
  private:
@@ -56,6 +58,7 @@ class HomeMap {
 class Directory {
  public:
   // Returns the home of p: claimant if p had none, else the earlier winner.
+  // REQUIRES: claimant != kNoNode.
   NodeId Claim(PageId p, NodeId claimant);
   // The home of p, or kNoNode if nobody claimed it yet.
   NodeId Lookup(PageId p) const;

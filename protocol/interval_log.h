@@ -39,7 +39,8 @@ class IntervalLog {
   size_t held() const { return held_; }
 
   // Records interval n.interval. An interval already known is ignored; one
-  // that would leave a gap is an error (and nothing is recorded).
+  // that would leave a gap is an error (and nothing is recorded), as are
+  // interval 0 and a node >= the number of nodes.
   Status Add(WriteNotice notice);
 
   // Appends to *out the notices held beyond `have`, oldest first per node.
