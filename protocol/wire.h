@@ -22,7 +22,9 @@ inline constexpr uint16_t kVersion = 1;
 inline constexpr size_t kHeaderBytes = 16;
 // Bound on any body; larger lengths are rejected before allocation.
 inline constexpr uint32_t kMaxBodyBytes = 64u << 20;
-// Bound on vector sizes (nodes) and on list lengths inside one message.
+// Bound on vector sizes (nodes). Lists (notices, pages, bytes) are bounded
+// only by the body length: a count whose items cannot fit in the bytes that
+// remain is rejected before anything is allocated.
 inline constexpr uint32_t kMaxNodes = 4096;
 
 struct Header {
@@ -41,7 +43,9 @@ std::vector<uint8_t> Encode(const Message& m, uint32_t epoch);
 Status DecodeHeader(std::span<const uint8_t> bytes, Header* out);
 
 // Decodes one whole message: bytes must be exactly header + body. The epoch
-// must equal `epoch`; vectors must have `nodes` entries.
+// must equal `epoch`; vectors must have `nodes` entries; node ids (requester,
+// home, notice nodes) must be < nodes. *out is written only on success.
+// nodes > kMaxNodes is an InvalidArgument. Every decoding rule: doc/wire.md.
 Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out);
 
 }  // namespace svm::wire

@@ -1,0 +1,28 @@
+#include "protocol/messages.h"
+
+namespace svm {
+
+static_assert(std::variant_size_v<Message> == kMessageTypeCount,
+              "every Message alternative needs a MessageType code");
+
+bool IsValid(MessageType t) {
+  auto code = static_cast<uint16_t>(t);
+  return code >= 1 && code <= kMessageTypeCount;
+}
+
+const char* ToString(MessageType t) {
+  switch (t) {
+    case MessageType::kFetchRequest: return "fetch-request";
+    case MessageType::kPageReply: return "page-reply";
+    case MessageType::kDiff: return "diff";
+    case MessageType::kLockRequest: return "lock-request";
+    case MessageType::kLockGrant: return "lock-grant";
+    case MessageType::kBarrierArrive: return "barrier-arrive";
+    case MessageType::kBarrierRelease: return "barrier-release";
+    case MessageType::kHomeClaim: return "home-claim";
+    case MessageType::kHomeReply: return "home-reply";
+  }
+  return "?";
+}
+
+}  // namespace svm

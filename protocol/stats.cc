@@ -1,0 +1,49 @@
+#include "protocol/stats.h"
+
+#include <cassert>
+
+namespace svm {
+
+const char* ToString(HandlerKind k) {
+  switch (k) {
+    case HandlerKind::kFetch: return "fetch";
+    case HandlerKind::kDiff: return "diff";
+    case HandlerKind::kLock: return "lock";
+    case HandlerKind::kNotice: return "notice";
+    case HandlerKind::kBarrier: return "barrier";
+    case HandlerKind::kDirectory: return "directory";
+  }
+  return "?";
+}
+
+// A handler invocation is the receiving node serving a message asynchronously
+// (the work later modes move off the application's critical path), counted
+// by what the message is about rather than by whether it is a request or a
+// reply:
+//   fetch      FetchRequest (home serves a page), PageReply (requester
+//              installs it)
+//   diff       DiffMessage (home applies it)
+//   lock       LockRequest (home forwards, owner grants), LockGrant
+//   barrier    BarrierArrive (master counts), BarrierRelease
+//   directory  HomeClaim (manager assigns a home), HomeReply
+// No message type maps to kNotice: notices arrive inside lock grants and
+// barrier releases; a Node that wants notice work counted apart counts it
+// itself.
+// REQUIRES: IsValid(t); an invalid type counts as kFetch in release builds.
+HandlerKind HandlerKindOf(MessageType t) {
+  switch (t) {
+    case MessageType::kFetchRequest:
+    case MessageType::kPageReply: return HandlerKind::kFetch;
+    case MessageType::kDiff: return HandlerKind::kDiff;
+    case MessageType::kLockRequest:
+    case MessageType::kLockGrant: return HandlerKind::kLock;
+    case MessageType::kBarrierArrive:
+    case MessageType::kBarrierRelease: return HandlerKind::kBarrier;
+    case MessageType::kHomeClaim:
+    case MessageType::kHomeReply: return HandlerKind::kDirectory;
+  }
+  assert(false && "HandlerKindOf: invalid MessageType");
+  return HandlerKind::kFetch;
+}
+
+}  // namespace svm

@@ -1,0 +1,322 @@
+#include "protocol/wire.h"
+
+#include <cassert>
+#include <string>
+#include <utility>
+
+#include "protocol/coding.h"
+
+namespace svm::wire {
+namespace {
+
+using coding::Reader;
+using coding::Writer;
+
+// Header layout (doc/wire.md): offsets of the fields.
+constexpr size_t kLengthOffset = 8;
+// Smallest encodings of list items, for bounding counts before allocating.
+constexpr size_t kMinNoticeBytes = 12;  // node, interval, page count
+constexpr size_t kPageBytes = 8;
+constexpr size_t kEntryBytes = 4;
+
+// ---- Encoding ----
+
+void PutBool(Writer& w, bool b) { w.PutU8(b ? 1 : 0); }
+
+void PutVector(Writer& w, const VectorTime& v) {
+  assert(v.size() <= kMaxNodes);
+  w.PutU32(static_cast<uint32_t>(v.size()));
+  for (IntervalId e : v.entries()) w.PutU32(e);
+}
+
+void PutNotices(Writer& w, const std::vector<WriteNotice>& notices) {
+  w.PutU32(static_cast<uint32_t>(notices.size()));
+  for (const WriteNotice& n : notices) {
+    w.PutU32(n.node);
+    w.PutU32(n.interval);
+    w.PutU32(static_cast<uint32_t>(n.pages.size()));
+    for (PageId p : n.pages) w.PutU64(p);
+  }
+}
+
+void PutBody(Writer& w, const FetchRequest& m) {
+  w.PutU64(m.page);
+  PutVector(w, m.need);
+}
+
+void PutBody(Writer& w, const PageReply& m) {
+  w.PutU64(m.page);
+  PutVector(w, m.version);
+  w.PutLengthPrefixed(m.data);
+}
+
+void PutBody(Writer& w, const DiffMessage& m) {
+  w.PutU64(m.page);
+  w.PutU32(m.interval);
+  w.PutLengthPrefixed(m.runs);
+}
+
+void PutBody(Writer& w, const LockRequest& m) {
+  w.PutU64(m.lock);
+  w.PutU32(m.requester);
+  PutBool(w, m.forwarded);
+  PutVector(w, m.known);
+}
+
+void PutBody(Writer& w, const LockGrant& m) {
+  w.PutU64(m.lock);
+  PutVector(w, m.timestamp);
+  PutNotices(w, m.notices);
+}
+
+void PutBody(Writer& w, const BarrierArrive& m) {
+  w.PutU64(m.barrier);
+  w.PutU32(m.arrivals);
+  w.PutU32(m.total);
+  PutBool(w, m.global);
+  PutVector(w, m.known);
+  PutNotices(w, m.notices);
+}
+
+void PutBody(Writer& w, const BarrierRelease& m) {
+  w.PutU64(m.barrier);
+  PutVector(w, m.time);
+  PutBool(w, m.collect);
+  PutNotices(w, m.notices);
+}
+
+void PutBody(Writer& w, const HomeClaim& m) { w.PutU64(m.page); }
+
+void PutBody(Writer& w, const HomeReply& m) {
+  w.PutU64(m.page);
+  w.PutU32(m.home);
+}
+
+// ---- Decoding ----
+
+// Reads the fields of one body in order. The first failure is kept, and every
+// read after it does nothing, so a body decoder is a plain list of reads
+// followed by Finish().
+class BodyReader {
+ public:
+  BodyReader(std::span<const uint8_t> body, MessageType type, uint32_t nodes)
+      : r_(body), type_(type), nodes_(nodes) {}
+
+  void U32(uint32_t* v, const char* field) {
+    if (ok() && !r_.GetU32(v)) Fail(field, "truncated");
+  }
+
+  void U64(uint64_t* v, const char* field) {
+    if (ok() && !r_.GetU64(v)) Fail(field, "truncated");
+  }
+
+  // A u8 that must be 0 or 1.
+  void Bool(bool* v, const char* field) {
+    uint8_t b = 0;
+    if (!ok()) return;
+    if (!r_.GetU8(&b)) return Fail(field, "truncated");
+    if (b > 1) return Fail(field, "bool not 0 or 1");
+    *v = b == 1;
+  }
+
+  // A node id, which must be < nodes.
+  void Node(NodeId* v, const char* field) {
+    U32(v, field);
+    if (ok() && *v >= nodes_) Fail(field, "node id out of range");
+  }
+
+  // u32 count (== nodes), then count u32 entries.
+  void Vector(VectorTime* v, const char* field) {
+    uint32_t count = 0;
+    U32(&count, field);
+    if (!ok()) return;
+    if (count != nodes_) return Fail(field, "vector size is not the node count");
+    if (!r_.CanHold(count, kEntryBytes)) return Fail(field, "truncated");
+    std::vector<IntervalId> entries(count);
+    for (IntervalId& e : entries) U32(&e, field);
+    if (ok()) *v = VectorTime(std::move(entries));
+  }
+
+  // u32 length, then that many bytes.
+  void Bytes(std::vector<uint8_t>* v, const char* field) {
+    std::span<const uint8_t> b;
+    if (!ok()) return;
+    if (!r_.GetLengthPrefixed(&b)) return Fail(field, "truncated");
+    v->assign(b.begin(), b.end());
+  }
+
+  // u32 count, then count notices: u32 node | u32 interval | u32 page count |
+  // page count u64 pages.
+  void Notices(std::vector<WriteNotice>* v, const char* field) {
+    uint32_t count = 0;
+    U32(&count, field);
+    if (!ok()) return;
+    if (!r_.CanHold(count, kMinNoticeBytes)) return Fail(field, "count exceeds body");
+    std::vector<WriteNotice> notices(count);
+    for (WriteNotice& n : notices) {
+      uint32_t pages = 0;
+      Node(&n.node, field);
+      U32(&n.interval, field);
+      U32(&pages, field);
+      if (!ok()) return;
+      if (!r_.CanHold(pages, kPageBytes)) return Fail(field, "page count exceeds body");
+      n.pages.resize(pages);
+      for (PageId& p : n.pages) U64(&p, field);
+      if (!ok()) return;
+    }
+    *v = std::move(notices);
+  }
+
+  // Ok when every read succeeded and consumed the whole body.
+  Status Finish() {
+    if (ok() && r_.remaining() != 0) Fail("body", "trailing bytes");
+    return status_;
+  }
+
+ private:
+  bool ok() const { return status_.ok(); }
+  void Fail(const char* field, const char* what) {
+    status_ = Status::Malformed(std::string("wire: ") + ToString(type_) + " " + field + ": " + what);
+  }
+
+  Reader r_;
+  MessageType type_;
+  uint32_t nodes_;
+  Status status_;
+};
+
+void ReadBody(BodyReader& r, FetchRequest* m) {
+  r.U64(&m->page, "page");
+  r.Vector(&m->need, "need");
+}
+
+void ReadBody(BodyReader& r, PageReply* m) {
+  r.U64(&m->page, "page");
+  r.Vector(&m->version, "version");
+  r.Bytes(&m->data, "data");
+}
+
+void ReadBody(BodyReader& r, DiffMessage* m) {
+  r.U64(&m->page, "page");
+  r.U32(&m->interval, "interval");
+  r.Bytes(&m->runs, "runs");
+}
+
+void ReadBody(BodyReader& r, LockRequest* m) {
+  r.U64(&m->lock, "lock");
+  r.Node(&m->requester, "requester");
+  r.Bool(&m->forwarded, "forwarded");
+  r.Vector(&m->known, "known");
+}
+
+void ReadBody(BodyReader& r, LockGrant* m) {
+  r.U64(&m->lock, "lock");
+  r.Vector(&m->timestamp, "timestamp");
+  r.Notices(&m->notices, "notices");
+}
+
+void ReadBody(BodyReader& r, BarrierArrive* m) {
+  r.U64(&m->barrier, "barrier");
+  r.U32(&m->arrivals, "arrivals");
+  r.U32(&m->total, "total");
+  r.Bool(&m->global, "global");
+  r.Vector(&m->known, "known");
+  r.Notices(&m->notices, "notices");
+}
+
+void ReadBody(BodyReader& r, BarrierRelease* m) {
+  r.U64(&m->barrier, "barrier");
+  r.Vector(&m->time, "time");
+  r.Bool(&m->collect, "collect");
+  r.Notices(&m->notices, "notices");
+}
+
+void ReadBody(BodyReader& r, HomeClaim* m) { r.U64(&m->page, "page"); }
+
+void ReadBody(BodyReader& r, HomeReply* m) {
+  r.U64(&m->page, "page");
+  r.Node(&m->home, "home");
+}
+
+// Decodes a body of type T; *out is assigned only on success.
+template <typename T>
+Status DecodeAs(BodyReader& r, Message* out) {
+  T m;
+  ReadBody(r, &m);
+  Status s = r.Finish();
+  if (s.ok()) *out = std::move(m);
+  return s;
+}
+
+}  // namespace
+
+void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out) {
+  Writer w(out);
+  size_t start = w.size();
+  w.PutU32(kMagic);
+  w.PutU16(kVersion);
+  w.PutU16(static_cast<uint16_t>(TypeOf(m)));
+  w.PutU32(0);  // body length, patched below
+  w.PutU32(epoch);
+  std::visit([&w](const auto& body) { PutBody(w, body); }, m);
+  size_t body = w.size() - start - kHeaderBytes;
+  assert(body <= kMaxBodyBytes);
+  w.PatchU32(start + kLengthOffset, static_cast<uint32_t>(body));
+}
+
+std::vector<uint8_t> Encode(const Message& m, uint32_t epoch) {
+  std::vector<uint8_t> out;
+  Encode(m, epoch, &out);
+  return out;
+}
+
+Status DecodeHeader(std::span<const uint8_t> bytes, Header* out) {
+  Reader r(bytes);
+  uint32_t magic = 0;
+  uint16_t type = 0;
+  Header h;
+  if (!r.GetU32(&magic) || !r.GetU16(&h.version) || !r.GetU16(&type) ||
+      !r.GetU32(&h.length) || !r.GetU32(&h.epoch)) {
+    return Status::Malformed("wire: header truncated (" + std::to_string(bytes.size()) +
+                             " bytes)");
+  }
+  if (magic != kMagic) return Status::Malformed("wire: bad magic");
+  if (h.version != kVersion)
+    return Status::Unsupported("wire: version " + std::to_string(h.version));
+  h.type = static_cast<MessageType>(type);
+  if (!IsValid(h.type)) return Status::Malformed("wire: unknown type " + std::to_string(type));
+  if (h.length > kMaxBodyBytes)
+    return Status::OutOfRange("wire: body length " + std::to_string(h.length));
+  *out = h;
+  return Status::Ok();
+}
+
+Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out) {
+  if (nodes > kMaxNodes) return Status::InvalidArgument("wire: more nodes than kMaxNodes");
+  Header h;
+  Status s = DecodeHeader(bytes, &h);
+  if (!s.ok()) return s;
+  if (h.length != bytes.size() - kHeaderBytes) {
+    return Status::Malformed("wire: body length " + std::to_string(h.length) + " but " +
+                             std::to_string(bytes.size() - kHeaderBytes) + " bytes follow");
+  }
+  if (h.epoch != epoch) {
+    return Status::Malformed("wire: epoch " + std::to_string(h.epoch) + ", expected " +
+                             std::to_string(epoch));
+  }
+  BodyReader r(bytes.subspan(kHeaderBytes), h.type, nodes);
+  switch (h.type) {
+    case MessageType::kFetchRequest: return DecodeAs<FetchRequest>(r, out);
+    case MessageType::kPageReply: return DecodeAs<PageReply>(r, out);
+    case MessageType::kDiff: return DecodeAs<DiffMessage>(r, out);
+    case MessageType::kLockRequest: return DecodeAs<LockRequest>(r, out);
+    case MessageType::kLockGrant: return DecodeAs<LockGrant>(r, out);
+    case MessageType::kBarrierArrive: return DecodeAs<BarrierArrive>(r, out);
+    case MessageType::kBarrierRelease: return DecodeAs<BarrierRelease>(r, out);
+    case MessageType::kHomeClaim: return DecodeAs<HomeClaim>(r, out);
+    case MessageType::kHomeReply: return DecodeAs<HomeReply>(r, out);
+  }
+  return Status::Malformed("wire: unknown type");  // unreachable: DecodeHeader checked
+}
+
+}  // namespace svm::wire
