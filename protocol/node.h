@@ -55,7 +55,8 @@ namespace svm {
 enum class PlantedBug : uint8_t {
   kNone,
   kSkipInvalidation,  // write notices never invalidate READ copies
-  kNoVersionWait,     // homes serve fetches without waiting for the version
+  kNoVersionWait,     // nobody waits for a page's version: homes serve at
+                      // once and requesters install old copies
   kUnsafeFetch,       // fetches overwrite dirty pages, losing local writes
 };
 const char* ToString(PlantedBug b);

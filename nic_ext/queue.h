@@ -1,0 +1,151 @@
+// WaitQueue: the completion queue and the receive queue of a Nic.
+//
+// Many producers (NIC threads, posting threads), many consumers. Poll never
+// blocks. Wait spins for a while, then sleeps on a condition variable: on
+// these machines a thread woken from the other CPU costs ~50 us, so a short
+// spin catches quick completions without a wake-up. The spin budget is
+//   kBusyPoll: unbounded (Wait never sleeps; it spins until the deadline);
+//   kAdaptive: starts at kDefaultSpin and follows recent waits: a wait caught
+//              while spinning keeps or grows the budget (up to kMaxSpin),
+//              one that had to sleep shrinks it (down to kMinSpin).
+// Invariant: size_ == items_.size() whenever mu_ is free.
+#pragma once
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <utility>
+
+namespace svm::nic {
+
+enum class WaitMode : uint8_t { kAdaptive, kBusyPoll };
+
+struct WaitPolicy {
+  WaitMode mode = WaitMode::kAdaptive;
+};
+
+namespace internal {
+using Clock = std::chrono::steady_clock;
+inline constexpr std::chrono::nanoseconds kMinSpin{2'000};
+inline constexpr std::chrono::nanoseconds kDefaultSpin{50'000};
+inline constexpr std::chrono::nanoseconds kMaxSpin{200'000};
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+// Spins until ready() or `until`; returns ready(). Yields the CPU now and then:
+// with 2 cores the thread that makes us ready may be queued behind us.
+template <typename F>
+bool SpinUntil(F ready, Clock::time_point until) {
+  for (uint32_t i = 1;; ++i) {
+    if (ready()) return true;
+    CpuRelax();
+    if ((i & 63) == 0) {
+      if (Clock::now() >= until) return ready();
+      if ((i & 1023) == 0) sched_yield();
+    }
+  }
+}
+}  // namespace internal
+
+template <typename T>
+class WaitQueue {
+ public:
+  explicit WaitQueue(WaitPolicy policy = {}) : policy_(policy) {}
+  WaitQueue(const WaitQueue&) = delete;
+  WaitQueue& operator=(const WaitQueue&) = delete;
+
+  WaitPolicy policy() const { return policy_; }
+  void set_policy(WaitPolicy p) { policy_ = p; }
+
+  void Push(T item) {
+    std::lock_guard<std::mutex> l(mu_);
+    items_.push_back(std::move(item));
+    size_.store(items_.size(), std::memory_order_release);
+    if (sleepers_ > 0) cv_.notify_one();
+  }
+
+  // Moves up to out.size() items into out; returns how many. Never blocks
+  // (beyond the queue's own short critical section).
+  size_t Poll(std::span<T> out) {
+    if (size_.load(std::memory_order_acquire) == 0 || out.empty()) return 0;
+    std::lock_guard<std::mutex> l(mu_);
+    return PopLocked(out);
+  }
+
+  // Like Poll, but waits up to `timeout` for at least one item. Returns 0 only
+  // on timeout.
+  size_t Wait(std::span<T> out, std::chrono::nanoseconds timeout) {
+    using internal::Clock;
+    if (out.empty()) return 0;
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
+    auto ready = [this] { return size_.load(std::memory_order_acquire) != 0; };
+    if (policy_.mode == WaitMode::kBusyPoll) {
+      while (true) {
+        if (internal::SpinUntil(ready, deadline)) {
+          if (size_t n = Poll(out)) return n;
+        } else {
+          return 0;
+        }
+      }
+    }
+    auto budget = std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
+    if (internal::SpinUntil(ready, std::min(deadline, start + budget))) {
+      if (size_t n = Poll(out)) {
+        auto took = Clock::now() - start;
+        if (2 * took > budget) Adapt(std::min(internal::kMaxSpin, budget * 2));
+        return n;
+      }
+    }
+    std::unique_lock<std::mutex> l(mu_);
+    ++sleepers_;
+    cv_.wait_until(l, deadline, [this] { return !items_.empty(); });
+    --sleepers_;
+    size_t n = PopLocked(out);
+    l.unlock();
+    auto took = Clock::now() - start;
+    if (n > 0 && took < internal::kMaxSpin) {
+      Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
+    } else {
+      Adapt(std::max(internal::kMinSpin, budget / 2));
+    }
+    return n;
+  }
+
+  size_t size() const { return size_.load(std::memory_order_acquire); }
+
+ private:
+  size_t PopLocked(std::span<T> out) {
+    size_t n = 0;
+    while (n < out.size() && !items_.empty()) {
+      out[n++] = std::move(items_.front());
+      items_.pop_front();
+    }
+    size_.store(items_.size(), std::memory_order_release);
+    return n;
+  }
+  void Adapt(std::chrono::nanoseconds b) {
+    b = std::clamp(b, internal::kMinSpin, internal::kMaxSpin);
+    spin_ns_.store(b.count(), std::memory_order_relaxed);
+  }
+
+  WaitPolicy policy_;
+  std::atomic<size_t> size_{0};
+  std::atomic<int64_t> spin_ns_{internal::kDefaultSpin.count()};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<T> items_;  // guarded by mu_
+  int sleepers_ = 0;     // guarded by mu_
+};
+
+}  // namespace svm::nic

@@ -1,0 +1,318 @@
+// Tcp transport, control path: listen, dial, hello exchange, NIC thread start
+// and stop. Blocking sockets with poll() deadlines; no io_uring here.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <future>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "nic_ext/tcp/tcp_nic_impl.h"
+
+namespace svm::nic {
+namespace {
+
+struct HostPort {
+  std::string host, port;
+};
+
+Status ParseHostPort(const std::string& s, HostPort* out) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon + 1 == s.size()) {
+    return Status::InvalidArgument(fmt::format("address '{}' is not host:port", s));
+  }
+  out->host = s.substr(0, colon);
+  out->port = s.substr(colon + 1);
+  if (out->host.size() >= 2 && out->host.front() == '[' && out->host.back() == ']') {
+    out->host = out->host.substr(1, out->host.size() - 2);
+  }
+  return Status::Ok();
+}
+
+Status Resolve(const std::string& address, addrinfo** out) {
+  HostPort hp;
+  if (Status s = ParseHostPort(address, &hp); !s.ok()) return s;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(hp.host.c_str(), hp.port.c_str(), &hints, out);
+  if (rc != 0) {
+    return Status::InvalidArgument(fmt::format("cannot resolve '{}': {}", address, gai_strerror(rc)));
+  }
+  return Status::Ok();
+}
+
+int MillisLeft(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1000));
+}
+
+// Reads or writes exactly n bytes before the deadline.
+bool TransferAll(int fd, uint8_t* p, size_t n, bool write, Clock::time_point deadline) {
+  while (n > 0) {
+    pollfd pfd{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+    int pr = poll(&pfd, 1, MillisLeft(deadline));
+    if (pr < 0 && errno != EINTR) return false;
+    if (pr <= 0) {
+      if (Clock::now() >= deadline) return false;
+      continue;
+    }
+    ssize_t r = write ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+                      : recv(fd, p, n, MSG_DONTWAIT);
+    if (r == 0) return false;
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return false;
+    }
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+std::string Errno(const char* what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
+
+}  // namespace
+
+Status TcpNic::Create(const TcpOptions& options, std::unique_ptr<TcpNic>* out) {
+  auto nic = std::make_unique<TcpNicImpl>(options);
+  if (Status s = nic->Init(); !s.ok()) return s;
+  *out = std::move(nic);
+  return Status::Ok();
+}
+
+TcpNicImpl::TcpNicImpl(const TcpOptions& o)
+    : TcpNic(o.self, o.num_nodes, o.recv_policy),
+      opt_(o),
+      inject_(o.latency_ns != 0 || o.bandwidth_bytes_per_s != 0 || o.per_message_ns != 0) {}
+
+TcpNicImpl::~TcpNicImpl() {
+  Shutdown();
+  for (Conn& c : conns_) {
+    if (c.fd >= 0) close(c.fd);
+  }
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  if (tx_ring_ok_) io_uring_queue_exit(&tx_ring_);
+}
+
+Status TcpNicImpl::Init() {
+  if (opt_.num_nodes == 0 || opt_.num_nodes > kMaxNodes || opt_.self >= opt_.num_nodes) {
+    return Status::InvalidArgument(fmt::format("node {} of {} (at most {} nodes)", opt_.self,
+                                               opt_.num_nodes, kMaxNodes));
+  }
+  conns_.resize(opt_.num_nodes);
+  for (NodeId i = 0; i < opt_.num_nodes; ++i) conns_[i].peer = i;
+  slots_.resize(kMaxOutstanding);
+  free_.reserve(kMaxOutstanding);
+  for (uint32_t i = kMaxOutstanding; i-- > 0;) free_.push_back(i);
+
+  addrinfo* ai = nullptr;
+  if (Status s = Resolve(opt_.listen, &ai); !s.ok()) return s;
+  Status st = Status::InvalidArgument(fmt::format("cannot listen on '{}'", opt_.listen));
+  for (addrinfo* a = ai; a != nullptr; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, static_cast<int>(kMaxNodes)) == 0) {
+      listen_fd_ = fd;
+      break;
+    }
+    st = Status::InvalidArgument(fmt::format("listen on '{}': {}", opt_.listen, std::strerror(errno)));
+    close(fd);
+  }
+  freeaddrinfo(ai);
+  if (listen_fd_ < 0) return st;
+
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+  char host[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+    port = ntohs(s6->sin6_port);
+    listen_address_ = fmt::format("[{}]:{}", host, port);
+  } else {
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+    port = ntohs(s4->sin_port);
+    listen_address_ = fmt::format("{}:{}", host, port);
+  }
+
+  wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (wake_fd_ < 0) return Status::Unsupported(Errno("eventfd"));
+  int rc = io_uring_queue_init(kTxRingEntries, &tx_ring_, 0);
+  if (rc < 0) return Status::Unsupported(fmt::format("io_uring: {}", std::strerror(-rc)));
+  tx_ring_ok_ = true;
+  return Status::Ok();
+}
+
+Status TcpNicImpl::RegisterRegion(const MemoryRegion& r) {
+  if (started_) return Status::InvalidArgument("RegisterRegion after Connect");
+  return regions_.Add(r);
+}
+
+Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
+                                 Clock::time_point deadline) {
+  frame::Frame mine;
+  mine.type = frame::Type::kHello;
+  mine.node = self();
+  mine.num_nodes = num_nodes();
+  std::vector<uint8_t> out;
+  frame::Encode(mine, opt_.epoch, &out);
+  if (dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
+    return Status::InvalidArgument(Errno("sending hello"));
+  }
+  std::vector<uint8_t> in(out.size());
+  if (!TransferAll(fd, in.data(), in.size(), false, deadline)) {
+    return Status::InvalidArgument("no hello from the peer");
+  }
+  frame::Frame f;
+  size_t used = 0;
+  std::string error;
+  if (frame::Decode(in, opt_.epoch, &f, &used, &error) != frame::Decoded::kOk ||
+      f.type != frame::Type::kHello) {
+    return Status::Malformed(fmt::format("bad hello: {}", error.empty() ? "not a hello" : error));
+  }
+  if (f.num_nodes != num_nodes() || f.node >= num_nodes() ||
+      (dialer ? f.node != expect : f.node <= self() || conns_[f.node].fd >= 0)) {
+    return Status::Malformed(fmt::format("hello from node {} of {} unexpected at node {} of {}",
+                                         f.node, f.num_nodes, self(), num_nodes()));
+  }
+  if (!dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
+    return Status::InvalidArgument(Errno("answering hello"));
+  }
+  *peer = f.node;
+  return Status::Ok();
+}
+
+Status TcpNicImpl::Dial(NodeId peer, const std::string& address, Clock::time_point deadline) {
+  addrinfo* ai = nullptr;
+  if (Status s = Resolve(address, &ai); !s.ok()) return s;
+  std::string last = "timed out";
+  while (Clock::now() < deadline) {
+    for (addrinfo* a = ai; a != nullptr; a = a->ai_next) {
+      int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        last = Errno("connect");
+        close(fd);
+        continue;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      NodeId got = 0;
+      Status s = ExchangeHello(fd, true, peer, &got, deadline);
+      if (!s.ok()) {
+        close(fd);
+        freeaddrinfo(ai);
+        return Status::InvalidArgument(fmt::format("node {} -> {} ({}): {}", self(), peer, address,
+                                                   s.ToString()));
+      }
+      conns_[peer].fd = fd;
+      freeaddrinfo(ai);
+      return Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the peer is not listening yet
+  }
+  freeaddrinfo(ai);
+  return Status::InvalidArgument(fmt::format("node {} cannot reach node {} at {}: {}", self(), peer,
+                                             address, last));
+}
+
+Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
+  uint32_t missing = num_nodes() - 1 - self();
+  while (missing > 0) {
+    pollfd pfd{listen_fd_, POLLIN, 0};
+    int pr = poll(&pfd, 1, MillisLeft(deadline));
+    if (pr <= 0) {
+      if (Clock::now() >= deadline) {
+        return Status::InvalidArgument(fmt::format("node {}: {} peers never dialled in", self(), missing));
+      }
+      continue;
+    }
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    NodeId peer = 0;
+    Status s = ExchangeHello(fd, false, 0, &peer, deadline);
+    if (!s.ok()) {
+      spdlog::error("nic {}: refusing a connection: {}", self(), s.ToString());
+      close(fd);
+      continue;
+    }
+    conns_[peer].fd = fd;
+    --missing;
+  }
+  return Status::Ok();
+}
+
+Status TcpNicImpl::Connect(std::span<const std::string> addresses) {
+  if (started_) return Status::InvalidArgument("Connect called twice");
+  if (addresses.size() != num_nodes()) {
+    return Status::InvalidArgument(fmt::format("{} addresses for {} nodes", addresses.size(), num_nodes()));
+  }
+  const auto deadline = Clock::now() + opt_.setup_timeout;
+  for (NodeId j = 0; j < self(); ++j) {
+    if (Status s = Dial(j, addresses[j], deadline); !s.ok()) return s;
+  }
+  if (Status s = AcceptPeers(deadline); !s.ok()) return s;
+  for (Conn& c : conns_) {
+    c.alive = true;
+    if (c.fd >= 0) c.rx.resize(kRxInitialBytes);
+  }
+
+  std::promise<Status> ready;
+  auto ready_f = ready.get_future();
+  thread_ = std::thread([this, &ready] {
+    // The ring is made here so that this thread is its single issuer.
+    int rc = io_uring_queue_init(kRingEntries, &ring_,
+                                 IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+    if (rc == -EINVAL) rc = io_uring_queue_init(kRingEntries, &ring_, 0);
+    if (rc < 0) {
+      ready.set_value(Status::Unsupported(fmt::format("io_uring: {}", std::strerror(-rc))));
+      return;
+    }
+    ring_ok_ = true;
+    ready.set_value(Status::Ok());
+    Loop_nt();
+    io_uring_queue_exit(&ring_);
+  });
+  Status s = ready_f.get();
+  started_ = true;
+  if (!s.ok()) {
+    thread_.join();
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+    return s;
+  }
+  return Status::Ok();
+}
+
+void TcpNicImpl::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+  }
+  uint64_t one = 1;
+  ssize_t w = write(wake_fd_, &one, sizeof one);
+  (void)w;
+  thread_.join();
+}
+
+}  // namespace svm::nic

@@ -1,0 +1,150 @@
+#include "nic_ext/transport.h"
+
+#include <fmt/format.h>
+
+#include "nic_ext/region_table.h"
+
+namespace svm::nic {
+
+const char* ToString(Opcode op) {
+  switch (op) {
+    case Opcode::kSend: return "SEND";
+    case Opcode::kWrite: return "WRITE";
+    case Opcode::kRead: return "READ";
+    case Opcode::kCas: return "CAS";
+    case Opcode::kFaa: return "FAA";
+    case Opcode::kLock: return "LOCK";
+    case Opcode::kUnlock: return "UNLOCK";
+  }
+  return "?";
+}
+
+bool IsValid(Opcode op) { return static_cast<uint8_t>(op) <= static_cast<uint8_t>(Opcode::kUnlock); }
+
+const char* ToString(WcStatus s) {
+  switch (s) {
+    case WcStatus::kSuccess: return "success";
+    case WcStatus::kRemoteAccessError: return "remote access error";
+    case WcStatus::kRemoteInvalidRequest: return "remote invalid request";
+    case WcStatus::kFlushed: return "flushed";
+  }
+  return "?";
+}
+
+uint64_t WorkRequest::Bytes() const {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < num_sge && i < kMaxSge; ++i) n += sge[i].length;
+  return n;
+}
+
+namespace {
+WorkRequest Base(Opcode op, NodeId peer, uint64_t wr_id) {
+  WorkRequest wr;
+  wr.op = op;
+  wr.peer = peer;
+  wr.wr_id = wr_id;
+  return wr;
+}
+void SetSges(WorkRequest* wr, std::span<const Sge> sges) {
+  wr->num_sge = static_cast<uint32_t>(sges.size());
+  for (size_t i = 0; i < sges.size() && i < kMaxSge; ++i) wr->sge[i] = sges[i];
+}
+}  // namespace
+
+WorkRequest WorkRequest::Send(NodeId peer, std::span<const Sge> sges, uint64_t wr_id) {
+  WorkRequest wr = Base(Opcode::kSend, peer, wr_id);
+  SetSges(&wr, sges);
+  return wr;
+}
+WorkRequest WorkRequest::Write(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> sges,
+                               uint64_t wr_id) {
+  WorkRequest wr = Base(Opcode::kWrite, peer, wr_id);
+  SetSges(&wr, sges);
+  wr.region = r;
+  wr.offset = off;
+  return wr;
+}
+WorkRequest WorkRequest::Read(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> sges,
+                              uint64_t wr_id) {
+  WorkRequest wr = Write(peer, r, off, sges, wr_id);
+  wr.op = Opcode::kRead;
+  return wr;
+}
+WorkRequest WorkRequest::Cas(NodeId peer, RegionId r, uint64_t off, uint64_t expected,
+                             uint64_t desired, uint64_t wr_id) {
+  WorkRequest wr = Base(Opcode::kCas, peer, wr_id);
+  wr.region = r;
+  wr.offset = off;
+  wr.compare = expected;
+  wr.operand = desired;
+  return wr;
+}
+WorkRequest WorkRequest::Faa(NodeId peer, RegionId r, uint64_t off, uint64_t add,
+                             uint64_t wr_id) {
+  WorkRequest wr = Base(Opcode::kFaa, peer, wr_id);
+  wr.region = r;
+  wr.offset = off;
+  wr.operand = add;
+  return wr;
+}
+WorkRequest WorkRequest::Lock(NodeId peer, LockNo lock, uint64_t wr_id) {
+  WorkRequest wr = Base(Opcode::kLock, peer, wr_id);
+  wr.lock = lock;
+  return wr;
+}
+WorkRequest WorkRequest::Unlock(NodeId peer, LockNo lock, uint64_t wr_id) {
+  WorkRequest wr = Base(Opcode::kUnlock, peer, wr_id);
+  wr.lock = lock;
+  return wr;
+}
+
+Status Nic::Validate(const WorkRequest& wr) const {
+  if (!IsValid(wr.op)) return Status::InvalidArgument("unknown opcode");
+  if (wr.peer >= num_nodes_) {
+    return Status::InvalidArgument(fmt::format("{}: peer {} of {} nodes", ToString(wr.op),
+                                               wr.peer, num_nodes_));
+  }
+  if (wr.num_sge > kMaxSge) {
+    return Status::InvalidArgument(fmt::format("{}: {} sges > {}", ToString(wr.op), wr.num_sge,
+                                               kMaxSge));
+  }
+  for (uint32_t i = 0; i < wr.num_sge; ++i) {
+    if (wr.sge[i].addr == nullptr && wr.sge[i].length != 0) {
+      return Status::InvalidArgument(fmt::format("{}: sge {} is null", ToString(wr.op), i));
+    }
+  }
+  const uint64_t bytes = wr.Bytes();
+  switch (wr.op) {
+    case Opcode::kSend:
+      if (bytes > kMaxMessage) return Status::InvalidArgument("SEND larger than kMaxMessage");
+      break;
+    case Opcode::kWrite:
+    case Opcode::kRead:
+      if (bytes > kMaxTransfer) {
+        return Status::InvalidArgument(fmt::format("{} of {} bytes > kMaxTransfer",
+                                                   ToString(wr.op), bytes));
+      }
+      break;
+    case Opcode::kCas:
+    case Opcode::kFaa:
+      if (wr.num_sge != 0) return Status::InvalidArgument("atomics take no sges");
+      break;
+    case Opcode::kLock:
+    case Opcode::kUnlock:
+      if (wr.num_sge != 0) return Status::InvalidArgument("locks take no sges");
+      if (wr.lock >= kMaxLocks) return Status::InvalidArgument("lock id >= kMaxLocks");
+      break;
+  }
+  return Status::Ok();
+}
+
+Status RegionTable::Add(const MemoryRegion& r) {
+  if (r.id >= kMaxRegions) return Status::InvalidArgument(fmt::format("region id {} >= {}", r.id, kMaxRegions));
+  if (r.base == nullptr || r.length == 0) return Status::InvalidArgument("empty region");
+  if (used_[r.id]) return Status::InvalidArgument(fmt::format("region id {} registered twice", r.id));
+  regions_[r.id] = r;
+  used_[r.id] = true;
+  return Status::Ok();
+}
+
+}  // namespace svm::nic

@@ -1,0 +1,93 @@
+// Test support: N nodes of one backend in this process, each with one
+// registered region (id kRegion) of `bytes` zeroed, 8-byte aligned bytes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nic_ext/fake/fake_transport.h"
+#include "nic_ext/tcp/tcp_transport.h"
+#include "nic_ext/transport.h"
+
+namespace svm::nic::testing {
+
+enum class Backend { kFake, kTcp };
+inline const char* ToString(Backend b) { return b == Backend::kFake ? "fake" : "tcp"; }
+
+inline constexpr RegionId kRegion = 3;
+inline constexpr auto kTimeout = std::chrono::seconds(30);  // generous: 2 loaded cores
+
+struct Cluster {
+  Cluster(Backend backend, uint32_t n, size_t bytes = 1 << 16, TcpOptions tmpl = {}) {
+    mem.resize(n);
+    for (auto& m : mem) m.assign((bytes + 7) / 8, 0);
+    if (backend == Backend::kFake) {
+      auto fabric = MakeFakeFabric(n);
+      for (NodeId i = 0; i < n; ++i) nics.push_back(MakeFakeNic(fabric, i));
+    } else {
+      for (NodeId i = 0; i < n; ++i) {
+        TcpOptions o = tmpl;
+        o.self = i;
+        o.num_nodes = n;
+        o.listen = "127.0.0.1:0";
+        std::unique_ptr<TcpNic> t;
+        Status s = TcpNic::Create(o, &t);
+        EXPECT_TRUE(s.ok()) << s.ToString();
+        addresses.push_back(t->listen_address());
+        nics.push_back(std::move(t));
+      }
+    }
+    for (NodeId i = 0; i < n; ++i) {
+      Status s = nics[i]->RegisterRegion({kRegion, mem[i].data(), bytes});
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    std::vector<std::thread> threads;
+    std::vector<Status> st(n);
+    for (NodeId i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] { st[i] = nics[i]->Connect(addresses_or_empty(n)); });
+    }
+    for (auto& t : threads) t.join();
+    for (NodeId i = 0; i < n; ++i) EXPECT_TRUE(st[i].ok()) << i << ": " << st[i].ToString();
+  }
+
+  std::vector<std::string> addresses_or_empty(uint32_t n) const {
+    return addresses.empty() ? std::vector<std::string>(n) : addresses;
+  }
+
+  uint8_t* bytes(NodeId i) { return reinterpret_cast<uint8_t*>(mem[i].data()); }
+  Nic& operator[](NodeId i) { return *nics[i]; }
+
+  std::vector<std::vector<uint64_t>> mem;
+  std::vector<std::string> addresses;
+  std::vector<std::unique_ptr<Nic>> nics;
+};
+
+// The next completion, or a failed test after kTimeout.
+inline Completion WaitOne(CompletionQueue& cq) {
+  Completion c;
+  size_t n = cq.Wait({&c, 1}, kTimeout);
+  EXPECT_EQ(n, 1u) << "no completion within the timeout";
+  return c;
+}
+
+inline Message WaitMessage(Nic& nic) {
+  Message m;
+  size_t n = nic.recv_queue().Wait({&m, 1}, kTimeout);
+  EXPECT_EQ(n, 1u) << "no message within the timeout";
+  return m;
+}
+
+// Posts one WR and returns its completion.
+inline Completion PostWait(Nic& nic, CompletionQueue& cq, const WorkRequest& wr) {
+  Status s = nic.Post(&cq, {&wr, 1});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return {};
+  return WaitOne(cq);
+}
+
+}  // namespace svm::nic::testing

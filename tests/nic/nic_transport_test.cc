@@ -1,0 +1,335 @@
+// Every work request kind, on every backend that runs here (fake, tcp), with
+// 2..4 nodes in this process. No timing assertions: waits are bounded by
+// generous timeouts only.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "tests/nic/nic_cluster.h"
+
+namespace svm::nic::testing {
+namespace {
+
+struct Param {
+  Backend backend;
+  uint32_t nodes;
+};
+
+std::string Name(const ::testing::TestParamInfo<Param>& p) {
+  return std::string(ToString(p.param.backend)) + "_" + std::to_string(p.param.nodes);
+}
+
+class TransportTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override { c_ = std::make_unique<Cluster>(GetParam().backend, GetParam().nodes); }
+  uint32_t n() const { return GetParam().nodes; }
+  std::unique_ptr<Cluster> c_;
+};
+
+TEST_P(TransportTest, SendGatherListArrivesWhole) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  char a[] = "hello ", b[] = "world";
+  Sge sg[2] = {{a, 6}, {b, 5}};
+  for (NodeId to = 0; to < n(); ++to) {  // including this node itself
+    Completion done = PostWait(c[0], cq, WorkRequest::Send(to, sg, 40 + to));
+    EXPECT_EQ(done.status, WcStatus::kSuccess);
+    EXPECT_EQ(done.wr_id, 40u + to);
+    EXPECT_EQ(done.byte_len, 11u);
+    Message m = WaitMessage(c[to]);
+    EXPECT_EQ(m.from, 0u);
+    EXPECT_EQ(std::string(m.bytes.begin(), m.bytes.end()), "hello world");
+  }
+}
+
+TEST_P(TransportTest, SendsAreFifoPerPair) {
+  Cluster& c = *c_;
+  constexpr uint32_t kCount = 500;
+  std::vector<std::thread> senders;
+  for (NodeId from = 1; from < n(); ++from) {
+    senders.emplace_back([&, from] {
+      CompletionQueue cq;
+      for (uint32_t i = 0; i < kCount; ++i) {
+        uint32_t v[2] = {from, i};
+        WorkRequest wr = WorkRequest::Send(0, std::vector<Sge>{{v, sizeof v}});
+        wr.signaled = false;
+        ASSERT_TRUE(c[from].Post(&cq, {&wr, 1}).ok());
+      }
+    });
+  }
+  std::vector<uint32_t> next(n(), 0);
+  for (uint32_t got = 0; got < kCount * (n() - 1); ++got) {
+    Message m = WaitMessage(c[0]);
+    ASSERT_EQ(m.bytes.size(), 8u);
+    uint32_t v[2];
+    std::memcpy(v, m.bytes.data(), 8);
+    ASSERT_EQ(v[0], m.from);
+    ASSERT_EQ(v[1], next[m.from]) << "from node " << m.from;
+    ++next[m.from];
+  }
+  for (auto& t : senders) t.join();
+}
+
+TEST_P(TransportTest, WriteThenReadWithGatherAndScatter) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  const NodeId peer = n() - 1;
+  std::vector<uint8_t> x(3000), y(1096);
+  std::iota(x.begin(), x.end(), uint8_t{1});
+  std::iota(y.begin(), y.end(), uint8_t{7});
+  Sge gather[2] = {{x.data(), 3000}, {y.data(), 1096}};
+  Completion w = PostWait(c[0], cq, WorkRequest::Write(peer, kRegion, 4096, gather, 1));
+  EXPECT_EQ(w.status, WcStatus::kSuccess);
+  EXPECT_EQ(w.op, Opcode::kWrite);
+  EXPECT_EQ(w.byte_len, 4096u);
+  EXPECT_EQ(std::memcmp(c.bytes(peer) + 4096, x.data(), 3000), 0);
+  EXPECT_EQ(std::memcmp(c.bytes(peer) + 4096 + 3000, y.data(), 1096), 0);
+
+  std::vector<uint8_t> p(100), q(3996);
+  Sge scatter[2] = {{p.data(), 100}, {q.data(), 3996}};
+  Completion r = PostWait(c[0], cq, WorkRequest::Read(peer, kRegion, 4096, scatter, 2));
+  EXPECT_EQ(r.status, WcStatus::kSuccess);
+  EXPECT_EQ(r.op, Opcode::kRead);
+  EXPECT_EQ(std::memcmp(p.data(), x.data(), 100), 0);
+  EXPECT_EQ(std::memcmp(q.data(), x.data() + 100, 2900), 0);
+  EXPECT_EQ(std::memcmp(q.data() + 2900, y.data(), 1096), 0);
+}
+
+TEST_P(TransportTest, WritesAndReadsToEveryNodeIncludingSelf) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  for (NodeId from = 0; from < n(); ++from) {
+    for (NodeId to = 0; to < n(); ++to) {
+      uint64_t v = 1000 * from + to, got = 0;
+      Sge s{&v, 8}, d{&got, 8};
+      uint64_t off = 8 * from;
+      // Posted together: FIFO per pair makes the READ see the WRITE.
+      WorkRequest wrs[2] = {WorkRequest::Write(to, kRegion, off, {&s, 1}, 1),
+                            WorkRequest::Read(to, kRegion, off, {&d, 1}, 2)};
+      ASSERT_TRUE(c[from].Post(&cq, wrs).ok());
+      Completion a = WaitOne(cq), b = WaitOne(cq);
+      EXPECT_EQ(a.wr_id, 1u);
+      EXPECT_EQ(b.wr_id, 2u);
+      EXPECT_EQ(a.status, WcStatus::kSuccess);
+      EXPECT_EQ(b.status, WcStatus::kSuccess);
+      EXPECT_EQ(got, v);
+    }
+  }
+}
+
+TEST_P(TransportTest, SendAfterWriteSeesTheData) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  uint64_t v = 0xfeedface;
+  Sge s{&v, 8};
+  char note = 'n';
+  Sge m{&note, 1};
+  WorkRequest wrs[2] = {WorkRequest::Write(1, kRegion, 64, {&s, 1}), WorkRequest::Send(1, {&m, 1})};
+  wrs[0].signaled = wrs[1].signaled = false;
+  ASSERT_TRUE(c[0].Post(&cq, wrs).ok());
+  WaitMessage(c[1]);
+  uint64_t seen;
+  std::memcpy(&seen, c.bytes(1) + 64, 8);
+  EXPECT_EQ(seen, v);
+  // Unsignaled successes complete silently: the next completion is this FAA's,
+  // which (FIFO) also means the WRITE is done and cq may go away.
+  EXPECT_EQ(PostWait(c[0], cq, WorkRequest::Faa(1, kRegion, 0, 1, 5)).wr_id, 5u);
+  EXPECT_EQ(cq.size(), 0u);
+}
+
+TEST_P(TransportTest, OutOfBoundsAccessesCompleteWithAnError) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  const size_t len = c.mem[1].size() * 8;
+  uint8_t buf[16] = {};
+  Sge s{buf, 16};
+  struct Case {
+    const char* what;
+    WorkRequest wr;
+  } cases[] = {
+      {"read past end", WorkRequest::Read(1, kRegion, len - 8, {&s, 1})},
+      {"write past end", WorkRequest::Write(1, kRegion, len - 8, {&s, 1})},
+      {"read huge offset", WorkRequest::Read(1, kRegion, ~uint64_t{0} - 4, {&s, 1})},
+      {"read unknown region", WorkRequest::Read(1, kRegion + 1, 0, {&s, 1})},
+      {"write unknown region", WorkRequest::Write(1, 63, 0, {&s, 1})},
+      {"cas past end", WorkRequest::Cas(1, kRegion, len, 0, 1)},
+      {"cas misaligned", WorkRequest::Cas(1, kRegion, 4, 0, 1)},
+      {"faa past end", WorkRequest::Faa(1, kRegion, len - 4, 1)},
+      {"faa unknown region", WorkRequest::Faa(1, 7, 0, 1)},
+  };
+  for (auto& k : cases) {
+    k.wr.signaled = false;  // errors complete anyway
+    Completion done = PostWait(c[0], cq, k.wr);
+    EXPECT_EQ(done.status, WcStatus::kRemoteAccessError) << k.what;
+  }
+  // The endpoint still works afterwards.
+  Completion ok = PostWait(c[0], cq, WorkRequest::Read(1, kRegion, len - 16, {&s, 1}));
+  EXPECT_EQ(ok.status, WcStatus::kSuccess);
+}
+
+TEST_P(TransportTest, InvalidRequestsAreRefusedAtPost) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  uint8_t b[8];
+  Sge s{b, 8};
+  WorkRequest bad_peer = WorkRequest::Read(n(), kRegion, 0, {&s, 1});
+  EXPECT_FALSE(c[0].Post(&cq, {&bad_peer, 1}).ok());
+  WorkRequest bad_lock = WorkRequest::Lock(1, kMaxLocks);
+  EXPECT_FALSE(c[0].Post(&cq, {&bad_lock, 1}).ok());
+  WorkRequest too_many = WorkRequest::Send(1, {&s, 1});
+  too_many.num_sge = kMaxSge + 1;
+  EXPECT_FALSE(c[0].Post(&cq, {&too_many, 1}).ok());
+  EXPECT_EQ(cq.size(), 0u);
+}
+
+TEST_P(TransportTest, CasAndFaa) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  Completion a = PostWait(c[0], cq, WorkRequest::Cas(1, kRegion, 0, 0, 42));
+  EXPECT_EQ(a.status, WcStatus::kSuccess);
+  EXPECT_EQ(a.op, Opcode::kCas);
+  EXPECT_EQ(a.value, 0u);  // succeeded
+  Completion b = PostWait(c[0], cq, WorkRequest::Cas(1, kRegion, 0, 0, 7));
+  EXPECT_EQ(b.value, 42u);  // failed: the word was 42
+  EXPECT_EQ(c.mem[1][0], 42u);
+  Completion f = PostWait(c[0], cq, WorkRequest::Faa(1, kRegion, 0, 8));
+  EXPECT_EQ(f.value, 42u);
+  EXPECT_EQ(c.mem[1][0], 50u);
+}
+
+TEST_P(TransportTest, ConcurrentFaaFromEveryNodeSumsUp) {
+  Cluster& c = *c_;
+  constexpr int kAdds = 200;
+  std::vector<std::thread> threads;
+  for (NodeId from = 0; from < n(); ++from) {
+    threads.emplace_back([&, from] {
+      CompletionQueue cq;
+      for (int i = 0; i < kAdds; ++i) {
+        WorkRequest wr = WorkRequest::Faa(0, kRegion, 8, 1);
+        wr.signaled = (i == kAdds - 1);
+        ASSERT_TRUE(c[from].Post(&cq, {&wr, 1}).ok());
+      }
+      EXPECT_EQ(WaitOne(cq).status, WcStatus::kSuccess);  // the last one: all done (FIFO)
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(std::atomic_ref<uint64_t>(c.mem[0][1]).load(), uint64_t(kAdds) * n());
+}
+
+// A counter on node 0 is incremented with a non-atomic READ + WRITE, under a
+// NIC lock held at node 0, by two threads on every node.
+TEST_P(TransportTest, LocksGiveMutualExclusionUnderContention) {
+  Cluster& c = *c_;
+  constexpr int kRounds = 40;
+  constexpr LockNo kLock = 17;
+  std::atomic<int> inside{0}, overlaps{0};
+  std::vector<std::thread> threads;
+  for (NodeId from = 0; from < n(); ++from) {
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, from] {
+        CompletionQueue cq;
+        for (int i = 0; i < kRounds; ++i) {
+          Completion l = PostWait(c[from], cq, WorkRequest::Lock(0, kLock, 1));
+          ASSERT_EQ(l.status, WcStatus::kSuccess);
+          ASSERT_EQ(l.op, Opcode::kLock);
+          // Each request is granted in turn, even two of one node's.
+          if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+          uint64_t v = 0;
+          Sge s{&v, 8};
+          ASSERT_EQ(PostWait(c[from], cq, WorkRequest::Read(0, kRegion, 16, {&s, 1})).status,
+                    WcStatus::kSuccess);
+          ++v;
+          ASSERT_EQ(PostWait(c[from], cq, WorkRequest::Write(0, kRegion, 16, {&s, 1})).status,
+                    WcStatus::kSuccess);
+          inside.fetch_sub(1);
+          ASSERT_EQ(PostWait(c[from], cq, WorkRequest::Unlock(0, kLock, 2)).status,
+                    WcStatus::kSuccess);
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(c.mem[0][2], uint64_t(kRounds) * 2 * n());
+}
+
+TEST_P(TransportTest, LockGrantsAreFifo) {
+  Cluster& c = *c_;
+  const NodeId home = n() - 1;
+  CompletionQueue cq0;
+  ASSERT_EQ(PostWait(c[0], cq0, WorkRequest::Lock(home, 5)).status, WcStatus::kSuccess);
+  // Every other node queues, one after the other (each request is known to
+  // have reached the home before the next is posted: a FAA behind it on the
+  // same pair completes first).
+  std::vector<std::unique_ptr<CompletionQueue>> cqs;
+  for (NodeId i = 1; i < n(); ++i) {
+    cqs.push_back(std::make_unique<CompletionQueue>());
+    WorkRequest wrs[2] = {WorkRequest::Lock(home, 5, i), WorkRequest::Faa(home, kRegion, 0, 1)};
+    ASSERT_TRUE(c[i].Post(cqs.back().get(), wrs).ok());
+    EXPECT_EQ(WaitOne(*cqs.back()).op, Opcode::kFaa);
+  }
+  // Node 0 too, behind them.
+  WorkRequest again = WorkRequest::Lock(home, 5, 99);
+  ASSERT_TRUE(c[0].Post(&cq0, {&again, 1}).ok());
+  ASSERT_EQ(PostWait(c[0], cq0, WorkRequest::Faa(home, kRegion, 0, 1)).op, Opcode::kFaa);
+  ASSERT_EQ(PostWait(c[0], cq0, WorkRequest::Unlock(home, 5)).status, WcStatus::kSuccess);
+  for (NodeId i = 1; i < n(); ++i) {
+    Completion g = WaitOne(*cqs[i - 1]);
+    EXPECT_EQ(g.op, Opcode::kLock);
+    EXPECT_EQ(g.wr_id, i);
+    EXPECT_EQ(g.status, WcStatus::kSuccess);
+    // Nobody else was granted meanwhile.
+    for (NodeId j = i + 1; j < n(); ++j) EXPECT_EQ(cqs[j - 1]->size(), 0u);
+    EXPECT_EQ(cq0.size(), 0u);
+    ASSERT_EQ(PostWait(c[i], *cqs[i - 1], WorkRequest::Unlock(home, 5)).status, WcStatus::kSuccess);
+  }
+  Completion last = WaitOne(cq0);
+  EXPECT_EQ(last.wr_id, 99u);
+  EXPECT_EQ(PostWait(c[0], cq0, WorkRequest::Unlock(home, 5)).status, WcStatus::kSuccess);
+}
+
+TEST_P(TransportTest, UnlockByNonOwnerFails) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  EXPECT_EQ(PostWait(c[0], cq, WorkRequest::Unlock(1, 3)).status, WcStatus::kRemoteInvalidRequest);
+  ASSERT_EQ(PostWait(c[0], cq, WorkRequest::Lock(1, 3)).status, WcStatus::kSuccess);
+  NodeId other = n() > 2 ? 2 : 1;
+  EXPECT_EQ(PostWait(c[other], cq, WorkRequest::Unlock(1, 3)).status,
+            WcStatus::kRemoteInvalidRequest);
+  EXPECT_EQ(PostWait(c[0], cq, WorkRequest::Unlock(1, 3)).status, WcStatus::kSuccess);
+}
+
+TEST_P(TransportTest, ShutdownFlushesWaitersAndLaterPosts) {
+  Cluster& c = *c_;
+  CompletionQueue cq0, cq1;
+  ASSERT_EQ(PostWait(c[0], cq0, WorkRequest::Lock(0, 1)).status, WcStatus::kSuccess);
+  WorkRequest wait = WorkRequest::Lock(0, 1, 7);
+  ASSERT_TRUE(c[1].Post(&cq1, {&wait, 1}).ok());
+  ASSERT_EQ(PostWait(c[1], cq1, WorkRequest::Faa(0, kRegion, 0, 1)).op, Opcode::kFaa);
+  c[0].Shutdown();
+  Completion flushed = WaitOne(cq1);
+  EXPECT_EQ(flushed.wr_id, 7u);
+  EXPECT_EQ(flushed.status, WcStatus::kFlushed);
+  // Posting to the node that is gone completes kFlushed (once the loss is seen).
+  uint64_t v = 0;
+  Sge s{&v, 8};
+  Completion r = PostWait(c[1], cq1, WorkRequest::Read(0, kRegion, 0, {&s, 1}));
+  EXPECT_EQ(r.status, WcStatus::kFlushed);
+  // And the survivor still talks to the others.
+  if (n() > 2) {
+    EXPECT_EQ(PostWait(c[1], cq1, WorkRequest::Read(2, kRegion, 0, {&s, 1})).status, WcStatus::kSuccess);
+  }
+  c[0].Shutdown();  // idempotent
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TransportTest,
+                         ::testing::Values(Param{Backend::kFake, 2}, Param{Backend::kFake, 4},
+                                           Param{Backend::kTcp, 2}, Param{Backend::kTcp, 3},
+                                           Param{Backend::kTcp, 4}),
+                         Name);
+
+}  // namespace
+}  // namespace svm::nic::testing

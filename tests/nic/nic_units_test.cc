@@ -1,0 +1,115 @@
+// The backend-independent pieces: LockTable, RegionTable, WaitQueue, Validate.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "nic_ext/lock_table.h"
+#include "nic_ext/queue.h"
+#include "nic_ext/region_table.h"
+
+namespace svm::nic {
+namespace {
+
+struct Req {
+  NodeId node = 0;
+  int tag = 0;
+};
+
+TEST(LockTableTest, GrantsInFifoOrderAndOnlyOwnersRelease) {
+  LockTable<Req> t;
+  EXPECT_EQ(t.Acquire(1, {0, 1}), LockTable<Req>::Result::kGranted);
+  EXPECT_EQ(t.Acquire(1, {2, 2}), LockTable<Req>::Result::kQueued);
+  EXPECT_EQ(t.Acquire(1, {1, 3}), LockTable<Req>::Result::kQueued);
+  EXPECT_EQ(t.Acquire(2, {1, 4}), LockTable<Req>::Result::kGranted);  // other lock: independent
+  EXPECT_EQ(t.waiters(1), 2u);
+  bool passed = false;
+  Req next;
+  EXPECT_FALSE(t.Release(1, 2, &passed, &next));  // node 2 waits, does not hold
+  EXPECT_TRUE(t.Release(1, 0, &passed, &next));
+  EXPECT_TRUE(passed);
+  EXPECT_EQ(next.tag, 2);
+  EXPECT_TRUE(t.Release(1, 2, &passed, &next));
+  EXPECT_EQ(next.tag, 3);
+  EXPECT_TRUE(t.Release(1, 1, &passed, &next));
+  EXPECT_FALSE(passed);
+  EXPECT_FALSE(t.held(1));
+  EXPECT_FALSE(t.Release(1, 1, &passed, &next));  // free: nobody may release
+}
+
+TEST(LockTableTest, DropNodePassesItsLocksOnAndForgetsItsWaits) {
+  LockTable<Req> t;
+  t.Acquire(1, {3, 1});
+  t.Acquire(1, {4, 2});
+  t.Acquire(1, {5, 3});
+  t.Acquire(2, {5, 4});
+  t.Acquire(2, {3, 5});
+  t.Acquire(2, {4, 6});
+  std::vector<std::pair<LockNo, Req>> grants;
+  t.DropNode(3, &grants);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].first, 1u);
+  EXPECT_EQ(grants[0].second.tag, 2);
+  EXPECT_EQ(t.waiters(2), 1u);  // node 3's wait on lock 2 is gone
+  std::vector<Req> waiting;
+  t.Clear(&waiting);
+  EXPECT_EQ(waiting.size(), 2u);
+}
+
+TEST(RegionTableTest, BoundsChecks) {
+  alignas(8) uint8_t mem[64];
+  RegionTable t;
+  EXPECT_TRUE(t.Add({2, mem, 64}).ok());
+  EXPECT_FALSE(t.Add({2, mem, 64}).ok());
+  EXPECT_FALSE(t.Add({kMaxRegions, mem, 64}).ok());
+  EXPECT_FALSE(t.Add({3, mem, 0}).ok());
+  EXPECT_EQ(t.Find(2, 0, 64), mem);
+  EXPECT_EQ(t.Find(2, 64, 0), mem + 64);
+  EXPECT_EQ(t.Find(2, 60, 8), nullptr);
+  EXPECT_EQ(t.Find(2, 65, 0), nullptr);
+  EXPECT_EQ(t.Find(2, ~uint64_t{0}, 2), nullptr);
+  EXPECT_EQ(t.Find(2, 8, ~uint64_t{0}), nullptr);
+  EXPECT_EQ(t.Find(1, 0, 1), nullptr);
+  EXPECT_EQ(t.Find(kMaxRegions + 5, 0, 1), nullptr);
+  EXPECT_NE(t.FindWord(2, 56), nullptr);
+  EXPECT_EQ(t.FindWord(2, 60), nullptr);
+  EXPECT_EQ(t.FindWord(2, 4), nullptr);
+}
+
+TEST(WaitQueueTest, PollWaitAndTimeoutInBothModes) {
+  for (WaitMode mode : {WaitMode::kAdaptive, WaitMode::kBusyPoll}) {
+    WaitQueue<int> q({mode});
+    int out[4];
+    EXPECT_EQ(q.Poll(out), 0u);
+    EXPECT_EQ(q.Wait(out, std::chrono::milliseconds(1)), 0u);
+    q.Push(1);
+    q.Push(2);
+    EXPECT_EQ(q.Poll(out), 2u);
+    EXPECT_EQ(out[1], 2);
+    std::thread t([&] {
+      for (int i = 0; i < 1000; ++i) q.Push(i);
+    });
+    int got = 0, expect = 0;
+    while (got < 1000) {
+      size_t n = q.Wait(out, std::chrono::seconds(30));
+      ASSERT_GT(n, 0u);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], expect++);
+      got += static_cast<int>(n);
+    }
+    t.join();
+  }
+}
+
+TEST(WaitQueueTest, SleepingWaiterIsWoken) {
+  WaitQueue<int> q;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
+    q.Push(7);
+  });
+  int v = 0;
+  EXPECT_EQ(q.Wait({&v, 1}, std::chrono::seconds(30)), 1u);
+  EXPECT_EQ(v, 7);
+  t.join();
+}
+
+}  // namespace
+}  // namespace svm::nic
