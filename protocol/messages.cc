@@ -21,6 +21,12 @@ const char* ToString(MessageType t) {
     case MessageType::kBarrierRelease: return "barrier-release";
     case MessageType::kHomeClaim: return "home-claim";
     case MessageType::kHomeReply: return "home-reply";
+    case MessageType::kSpawnRequest: return "spawn-request";
+    case MessageType::kSpawnReply: return "spawn-reply";
+    case MessageType::kJoinRequest: return "join-request";
+    case MessageType::kJoinReply: return "join-reply";
+    case MessageType::kDetachRequest: return "detach-request";
+    case MessageType::kRemoteFree: return "remote-free";
   }
   return "?";
 }

@@ -101,8 +101,55 @@ struct HomeReply {
   friend bool operator==(const HomeReply&, const HomeReply&) = default;
 };
 
+// Runtime messages: threads across nodes and frees of another node's blocks.
+// They share this codec but are served by the runtime (libsvm), not by the
+// protocol Node. Thread handles, start routines and arguments are plain
+// 64-bit values: every node maps the program at the same addresses.
+
+// Creator -> target node: run start(arg) as thread `thread`.
+struct SpawnRequest {
+  uint64_t thread = 0;
+  uint64_t start = 0;
+  uint64_t arg = 0;
+  friend bool operator==(const SpawnRequest&, const SpawnRequest&) = default;
+};
+
+// Target -> creator: `thread` started (error 0) or pthread_create's error.
+struct SpawnReply {
+  uint64_t thread = 0;
+  uint32_t error = 0;
+  friend bool operator==(const SpawnReply&, const SpawnReply&) = default;
+};
+
+// Joiner -> the thread's node: tell me when `thread` ends.
+struct JoinRequest {
+  uint64_t thread = 0;
+  friend bool operator==(const JoinRequest&, const JoinRequest&) = default;
+};
+
+// The thread's node -> joiner: `thread` ended with `value`.
+struct JoinReply {
+  uint64_t thread = 0;
+  uint64_t value = 0;
+  friend bool operator==(const JoinReply&, const JoinReply&) = default;
+};
+
+// -> the thread's node: nobody will join `thread`.
+struct DetachRequest {
+  uint64_t thread = 0;
+  friend bool operator==(const DetachRequest&, const DetachRequest&) = default;
+};
+
+// -> the owner of the blocks: free them (blocks of its heap slice that
+// another node freed).
+struct RemoteFree {
+  std::vector<uint64_t> blocks;
+  friend bool operator==(const RemoteFree&, const RemoteFree&) = default;
+};
+
 using Message = std::variant<FetchRequest, PageReply, DiffMessage, LockRequest, LockGrant,
-                             BarrierArrive, BarrierRelease, HomeClaim, HomeReply>;
+                             BarrierArrive, BarrierRelease, HomeClaim, HomeReply, SpawnRequest,
+                             SpawnReply, JoinRequest, JoinReply, DetachRequest, RemoteFree>;
 
 // Wire type codes; the variant index order is the code order, starting at 1.
 enum class MessageType : uint16_t {
@@ -115,8 +162,18 @@ enum class MessageType : uint16_t {
   kBarrierRelease,
   kHomeClaim,
   kHomeReply,
+  kSpawnRequest,
+  kSpawnReply,
+  kJoinRequest,
+  kJoinReply,
+  kDetachRequest,
+  kRemoteFree,
 };
-inline constexpr uint16_t kMessageTypeCount = 9;
+inline constexpr uint16_t kMessageTypeCount = 15;
+
+// Whether messages of type t are the protocol Node's (the rest are the
+// runtime's). REQUIRES: IsValid(t).
+inline bool IsProtocolMessage(MessageType t) { return t <= MessageType::kHomeReply; }
 
 bool IsValid(MessageType t);
 const char* ToString(MessageType t);

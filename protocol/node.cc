@@ -51,6 +51,8 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
   Message msg;
   Status st = wire::Decode(bytes, config_.epoch, nodes(), &msg);
   if (!st.ok()) return st;
+  if (!IsProtocolMessage(TypeOf(msg)))
+    return Status::InvalidArgument("runtime message handed to the protocol");
   stats_.handler[static_cast<size_t>(HandlerKindOf(TypeOf(msg)))]++;
   return std::visit(
       [&](auto& m) -> Status {
@@ -63,7 +65,8 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
         else if constexpr (std::is_same_v<T, BarrierArrive>) return OnBarrierArrive(from, m);
         else if constexpr (std::is_same_v<T, BarrierRelease>) return OnBarrierRelease(from, m);
         else if constexpr (std::is_same_v<T, HomeClaim>) return OnHomeClaim(from, m);
-        else return OnHomeReply(from, m);
+        else if constexpr (std::is_same_v<T, HomeReply>) return OnHomeReply(from, m);
+        else return Status::InvalidArgument("runtime message handed to the protocol");
       },
       msg);
 }

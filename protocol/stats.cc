@@ -12,6 +12,7 @@ const char* ToString(HandlerKind k) {
     case HandlerKind::kNotice: return "notice";
     case HandlerKind::kBarrier: return "barrier";
     case HandlerKind::kDirectory: return "directory";
+    case HandlerKind::kRuntime: return "runtime";
   }
   return "?";
 }
@@ -26,6 +27,7 @@ const char* ToString(HandlerKind k) {
 //   lock       LockRequest (home forwards, owner grants), LockGrant
 //   barrier    BarrierArrive (master counts), BarrierRelease
 //   directory  HomeClaim (manager assigns a home), HomeReply
+//   runtime    thread spawn/join/detach and remote frees (libsvm's)
 // No message type maps to kNotice: notices arrive inside lock grants and
 // barrier releases; a Node that wants notice work counted apart counts it
 // itself.
@@ -41,6 +43,12 @@ HandlerKind HandlerKindOf(MessageType t) {
     case MessageType::kBarrierRelease: return HandlerKind::kBarrier;
     case MessageType::kHomeClaim:
     case MessageType::kHomeReply: return HandlerKind::kDirectory;
+    case MessageType::kSpawnRequest:
+    case MessageType::kSpawnReply:
+    case MessageType::kJoinRequest:
+    case MessageType::kJoinReply:
+    case MessageType::kDetachRequest:
+    case MessageType::kRemoteFree: return HandlerKind::kRuntime;
   }
   assert(false && "HandlerKindOf: invalid MessageType");
   return HandlerKind::kFetch;

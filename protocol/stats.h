@@ -10,8 +10,8 @@
 namespace svm {
 
 // What a handler invocation served (the "interrupts" later modes remove).
-enum class HandlerKind : uint8_t { kFetch, kDiff, kLock, kNotice, kBarrier, kDirectory };
-inline constexpr size_t kHandlerKindCount = 6;
+enum class HandlerKind : uint8_t { kFetch, kDiff, kLock, kNotice, kBarrier, kDirectory, kRuntime };
+inline constexpr size_t kHandlerKindCount = 7;
 const char* ToString(HandlerKind k);
 HandlerKind HandlerKindOf(MessageType t);
 

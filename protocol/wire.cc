@@ -92,6 +92,31 @@ void PutBody(Writer& w, const HomeReply& m) {
   w.PutU32(m.home);
 }
 
+void PutBody(Writer& w, const SpawnRequest& m) {
+  w.PutU64(m.thread);
+  w.PutU64(m.start);
+  w.PutU64(m.arg);
+}
+
+void PutBody(Writer& w, const SpawnReply& m) {
+  w.PutU64(m.thread);
+  w.PutU32(m.error);
+}
+
+void PutBody(Writer& w, const JoinRequest& m) { w.PutU64(m.thread); }
+
+void PutBody(Writer& w, const JoinReply& m) {
+  w.PutU64(m.thread);
+  w.PutU64(m.value);
+}
+
+void PutBody(Writer& w, const DetachRequest& m) { w.PutU64(m.thread); }
+
+void PutBody(Writer& w, const RemoteFree& m) {
+  w.PutU32(static_cast<uint32_t>(m.blocks.size()));
+  for (uint64_t b : m.blocks) w.PutU64(b);
+}
+
 // ---- Decoding ----
 
 // Reads the fields of one body in order. The first failure is kept, and every
@@ -143,6 +168,17 @@ class BodyReader {
     if (!ok()) return;
     if (!r_.GetLengthPrefixed(&b)) return Fail(field, "truncated");
     v->assign(b.begin(), b.end());
+  }
+
+  // u32 count, then count u64 values.
+  void U64List(std::vector<uint64_t>* v, const char* field) {
+    uint32_t count = 0;
+    U32(&count, field);
+    if (!ok()) return;
+    if (!r_.CanHold(count, kPageBytes)) return Fail(field, "count exceeds body");
+    std::vector<uint64_t> values(count);
+    for (uint64_t& x : values) U64(&x, field);
+    if (ok()) *v = std::move(values);
   }
 
   // u32 count, then count notices: u32 node | u32 interval | u32 page count |
@@ -238,6 +274,28 @@ void ReadBody(BodyReader& r, HomeReply* m) {
   r.Node(&m->home, "home");
 }
 
+void ReadBody(BodyReader& r, SpawnRequest* m) {
+  r.U64(&m->thread, "thread");
+  r.U64(&m->start, "start");
+  r.U64(&m->arg, "arg");
+}
+
+void ReadBody(BodyReader& r, SpawnReply* m) {
+  r.U64(&m->thread, "thread");
+  r.U32(&m->error, "error");
+}
+
+void ReadBody(BodyReader& r, JoinRequest* m) { r.U64(&m->thread, "thread"); }
+
+void ReadBody(BodyReader& r, JoinReply* m) {
+  r.U64(&m->thread, "thread");
+  r.U64(&m->value, "value");
+}
+
+void ReadBody(BodyReader& r, DetachRequest* m) { r.U64(&m->thread, "thread"); }
+
+void ReadBody(BodyReader& r, RemoteFree* m) { r.U64List(&m->blocks, "blocks"); }
+
 // Decodes a body of type T; *out is assigned only on success.
 template <typename T>
 Status DecodeAs(BodyReader& r, Message* out) {
@@ -315,6 +373,12 @@ Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Me
     case MessageType::kBarrierRelease: return DecodeAs<BarrierRelease>(r, out);
     case MessageType::kHomeClaim: return DecodeAs<HomeClaim>(r, out);
     case MessageType::kHomeReply: return DecodeAs<HomeReply>(r, out);
+    case MessageType::kSpawnRequest: return DecodeAs<SpawnRequest>(r, out);
+    case MessageType::kSpawnReply: return DecodeAs<SpawnReply>(r, out);
+    case MessageType::kJoinRequest: return DecodeAs<JoinRequest>(r, out);
+    case MessageType::kJoinReply: return DecodeAs<JoinReply>(r, out);
+    case MessageType::kDetachRequest: return DecodeAs<DetachRequest>(r, out);
+    case MessageType::kRemoteFree: return DecodeAs<RemoteFree>(r, out);
   }
   return Status::Malformed("wire: unknown type");  // unreachable: DecodeHeader checked
 }

@@ -28,6 +28,12 @@ std::vector<svm::Message> SeedMessages(uint32_t nodes) {
       svm::BarrierRelease{4, v, true, notices},
       svm::HomeClaim{3},
       svm::HomeReply{3, nodes - 1},
+      svm::SpawnRequest{1, 2, 3},
+      svm::SpawnReply{1, 0},
+      svm::JoinRequest{1},
+      svm::JoinReply{1, 4},
+      svm::DetachRequest{1},
+      svm::RemoteFree{{8, 16}},
   };
 }
 
