@@ -1,0 +1,226 @@
+#include "libsvm/entry.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "libsvm/alloc/bootstrap.h"
+#include "libsvm/alloc/heap.h"
+#include "libsvm/runtime.h"
+#include "libsvm/thread_state.h"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void __libc_free(void*);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void* __libc_valloc(size_t);
+void* __libc_pvalloc(size_t);
+}
+
+namespace svm::rt {
+namespace {
+
+// The shared heap once the runtime is up; until then nullptr.
+alloc::Heap* g_heap = nullptr;
+// Set when start-up begins: from then on private memory comes from glibc.
+std::atomic<bool> g_glibc{false};
+MainFn g_main = nullptr;
+
+template <typename Fn>
+Fn Next(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+bool ToHeap() { return t_app && !t_in_runtime; }
+bool InHeap(const void* p) { return g_heap && g_heap->Owner(p) != alloc::kNoOwner; }
+
+void* PrivateMalloc(size_t n) {
+  return g_glibc.load(std::memory_order_relaxed) ? __libc_malloc(n) : alloc::BootstrapMalloc(n);
+}
+
+void* PrivateAligned(size_t align, size_t n) {
+  return g_glibc.load(std::memory_order_relaxed) ? __libc_memalign(align, n)
+                                                 : alloc::BootstrapMalloc(n, align);
+}
+
+void* Failed(void* p) {
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+// Moves a block to where the caller's allocations belong.
+void* Move(void* p, size_t old_size, size_t n) {
+  void* q = Malloc(n);
+  if (q) {
+    memcpy(q, p, std::min(old_size, n));
+    Free(p);
+  }
+  return q;
+}
+
+int RunMain(int argc, char** argv, char** envp) { ExitJob(g_main(argc, argv, envp)); }
+
+}  // namespace
+
+int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
+              void (*rtld_fini)(), void* stack_end) {
+  using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
+  static StartFn real = Next<StartFn>("__libc_start_main");
+  g_glibc.store(true);
+  Runtime::StartOrDie();
+  Runtime* rt = Runtime::Get();
+  g_heap = &rt->heap();
+  if (rt->options().nodes > 1) setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach svmrun whole
+  if (rt->self() != 0) rt->Serve();
+  Runtime::AdoptMainThread();
+  g_main = main;
+  t_app = true;  // the program's constructors allocate in the shared heap too
+  return real(RunMain, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+void ExitJob(int status) {
+  using ExitFn = void (*)(int);
+  static ExitFn real = Next<ExitFn>("exit");
+  if (Runtime* rt = Runtime::Get()) {
+    RuntimeScope scope;
+    rt->PrepareExit(status);
+  }
+  real(status);
+  _exit(status);  // not reached
+}
+
+void* Malloc(size_t n) {
+  if (__builtin_expect(ToHeap(), 1)) return Failed(g_heap->Malloc(n));
+  return Failed(PrivateMalloc(n));
+}
+
+void Free(void* p) {
+  if (p == nullptr) return;
+  if (InHeap(p)) return g_heap->Free(p);
+  if (alloc::IsBootstrap(p)) return alloc::BootstrapFree(p);
+  __libc_free(p);
+}
+
+void* Calloc(size_t n, size_t size) {
+  if (ToHeap()) return Failed(g_heap->Calloc(n, size));
+  if (g_glibc.load(std::memory_order_relaxed)) return Failed(__libc_calloc(n, size));
+  return Failed(alloc::BootstrapCalloc(n, size));
+}
+
+void* Realloc(void* p, size_t n) {
+  if (p == nullptr) return Malloc(n);
+  if (InHeap(p)) {
+    if (ToHeap() || n == 0) return Failed(g_heap->Realloc(p, n));
+    return Failed(Move(p, g_heap->UsableSize(p), n));
+  }
+  if (alloc::IsBootstrap(p)) {
+    if (!g_glibc.load(std::memory_order_relaxed)) return Failed(alloc::BootstrapRealloc(p, n));
+    if (n == 0) return alloc::BootstrapFree(p), nullptr;
+    return Failed(Move(p, alloc::BootstrapUsableSize(p), n));
+  }
+  return Failed(__libc_realloc(p, n));
+}
+
+void* ReallocArray(void* p, size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return Realloc(p, bytes);
+}
+
+int PosixMemalign(void** out, size_t align, size_t n) {
+  if (ToHeap()) return g_heap->PosixMemalign(out, align, n);
+  if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
+  void* p = PrivateAligned(align, n);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+void* AlignedAlloc(size_t align, size_t n) {
+  if ((align & (align - 1)) != 0 || align == 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (ToHeap()) return Failed(g_heap->AlignedAlloc(align, n));
+  return Failed(PrivateAligned(align, n));
+}
+
+void* Memalign(size_t align, size_t n) {
+  if (ToHeap()) return Failed(g_heap->Memalign(align, n));
+  return Failed(PrivateAligned(std::max<size_t>(align, 16), n));
+}
+
+void* Valloc(size_t n) {
+  if (ToHeap()) return Failed(g_heap->Valloc(n));
+  return Failed(g_glibc.load() ? __libc_valloc(n) : alloc::BootstrapMalloc(n, 4096));
+}
+
+void* Pvalloc(size_t n) {
+  if (ToHeap()) return Failed(g_heap->Pvalloc(n));
+  return Failed(g_glibc.load() ? __libc_pvalloc(n)
+                               : alloc::BootstrapMalloc((n + 4095) & ~size_t(4095), 4096));
+}
+
+size_t UsableSize(void* p) {
+  if (p == nullptr) return 0;
+  if (InHeap(p) || alloc::IsBootstrap(p)) return (g_heap ? *g_heap : alloc::Heap::Bootstrap()).UsableSize(p);
+  using UsableFn = size_t (*)(void*);
+  static UsableFn real = Next<UsableFn>("malloc_usable_size");
+  return real(p);
+}
+
+int ThreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  if (Runtime* rt = Runtime::Get(); rt && ToHeap()) {
+    uint64_t h = 0;
+    int err = rt->CreateThread(&h, attr, start, arg);
+    if (err == 0) *t = pthread_t(h);
+    return err;
+  }
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static CreateFn real = Next<CreateFn>("pthread_create");
+  return real(t, attr, start, arg);
+}
+
+int ThreadJoin(pthread_t t, void** value) {
+  if (IsHandle(uint64_t(t))) return Runtime::Get()->JoinThread(uint64_t(t), value);
+  using JoinFn = int (*)(pthread_t, void**);
+  static JoinFn real = Next<JoinFn>("pthread_join");
+  return real(t, value);
+}
+
+int ThreadDetach(pthread_t t) {
+  if (IsHandle(uint64_t(t))) return Runtime::Get()->DetachThread(uint64_t(t));
+  using DetachFn = int (*)(pthread_t);
+  static DetachFn real = Next<DetachFn>("pthread_detach");
+  return real(t);
+}
+
+pthread_t ThreadSelf() {
+  if (uint64_t h = Runtime::CurrentHandle()) return pthread_t(h);
+  using SelfFn = pthread_t (*)();
+  static SelfFn real = Next<SelfFn>("pthread_self");
+  return real();
+}
+
+void ThreadExit(void* value) {
+  using ExitFn = void (*)(void*);
+  static ExitFn real = Next<ExitFn>("pthread_exit");
+  Runtime::SetExitValue(value);
+  real(value);
+  __builtin_unreachable();
+}
+
+int NodeIdOfCaller() { return Runtime::Get() ? int(Runtime::Get()->self()) : 0; }
+int NodeCount() { return Runtime::Get() ? int(Runtime::Get()->options().nodes) : 1; }
+
+}  // namespace svm::rt

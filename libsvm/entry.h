@@ -1,0 +1,40 @@
+// The runtime's side of every symbol libsvm interposes (interpose.cc
+// forwards each one here). Allocations are routed by who asks:
+//   a program thread        -> the shared heap
+//   the runtime, any thread -> glibc (private)
+//   anyone before start-up  -> the bootstrap arena (private)
+// and frees by the address of the block.
+#pragma once
+
+#include <pthread.h>
+#include <stddef.h>
+
+namespace svm::rt {
+
+using MainFn = int (*)(int, char**, char**);
+int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
+              void (*rtld_fini)(), void* stack_end);
+[[noreturn]] void ExitJob(int status);
+
+void* Malloc(size_t n);
+void Free(void* p);
+void* Calloc(size_t n, size_t size);
+void* Realloc(void* p, size_t n);
+void* ReallocArray(void* p, size_t n, size_t size);
+int PosixMemalign(void** out, size_t align, size_t n);
+void* AlignedAlloc(size_t align, size_t n);
+void* Memalign(size_t align, size_t n);
+void* Valloc(size_t n);
+void* Pvalloc(size_t n);
+size_t UsableSize(void* p);
+
+int ThreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
+int ThreadJoin(pthread_t t, void** value);
+int ThreadDetach(pthread_t t);
+pthread_t ThreadSelf();
+[[noreturn]] void ThreadExit(void* value);
+
+int NodeIdOfCaller();
+int NodeCount();
+
+}  // namespace svm::rt

@@ -1,0 +1,150 @@
+// Runtime as the protocol's Host: messages, frames, protection, wake-ups; and
+// the fault path that drives the Node on behalf of a faulting thread.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "libsvm/runtime.h"
+#include "libsvm/runtime_state.h"
+#include "libsvm/thread_state.h"
+
+namespace svm::rt {
+namespace {
+
+thread_local int t_slot __attribute__((tls_model("initial-exec"))) = -1;
+
+// How long a blocked thread spins before it sleeps: a wake-up from the other
+// CPU costs ~50 µs on these machines, a reply on loopback often less.
+constexpr int64_t kSpinNs = 20'000;
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void FutexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  spdlog::critical("{}", what);
+  _exit(70);
+}
+
+}  // namespace
+
+ThreadId Runtime::SlotOfCaller() {
+  if (t_slot >= 0) return ThreadId(t_slot);
+  if (!free_slots_.empty()) {
+    t_slot = int(free_slots_.back());
+    free_slots_.pop_back();
+  } else {
+    if (slots_used_ == kMaxSlots) Die(fmt::format("more than {} threads on one node", kMaxSlots));
+    t_slot = int(slots_used_++);
+  }
+  return ThreadId(t_slot);
+}
+
+void Runtime::ReleaseSlotOfCaller() {
+  if (t_slot < 0) return;
+  free_slots_.push_back(ThreadId(t_slot));
+  t_slot = -1;
+}
+
+void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
+  ReapSends();
+  lock.unlock();
+  std::atomic<uint32_t>& w = slots_[t].wake;
+  const int64_t until = NowNs() + kSpinNs;
+  while (w.load(std::memory_order_acquire) == 0 && NowNs() < until) __builtin_ia32_pause();
+  while (w.load(std::memory_order_acquire) == 0) FutexWait(&w, 0);
+  lock.lock();
+}
+
+void Runtime::Wake(ThreadId t) {
+  slots_[t].wake.store(1, std::memory_order_release);
+  FutexWake(&slots_[t].wake);
+}
+
+// Runs in the faulting thread (uffd, mprotect: inside the signal handler) or
+// on the trap's thread (uffd-thread).
+void Runtime::OnFault(PageId p, Access a) {
+  RuntimeScope scope;
+  std::unique_lock<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  const uint64_t protections = node_->stats().protections;
+  RunToCompletion(lock, t, [&] { return node_->Fault(t, p, a); });
+  // The Node saw nothing to change: the kernel dropped the mapping, or the
+  // fault raced with another thread's; re-install what the Node wants.
+  if (node_->stats().protections == protections) {
+    Segment& s = SegmentOf(p);
+    s.trap->Protect(p - s.first, 1, s.trap->prot(p - s.first));
+  }
+  ReapSends();
+}
+
+Runtime::Segment& Runtime::SegmentOf(PageId p) {
+  for (auto& s : segments_)
+    if (p >= s->first && p < s->first + s->pages()) return *s;
+  Die(fmt::format("page {} is in no shared segment", p));
+}
+
+bool Runtime::IsShared(const void* addr) const {
+  for (const auto& s : segments_)
+    if (s->region->Contains(addr)) return true;
+  return false;
+}
+
+void Runtime::PrepareBuffer(const void* addr, size_t len, Access a) {
+  if (len == 0 || !prim::NeedsPrefault(opts_.fault)) return;
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  for (const auto& s : segments_) {
+    const auto b = reinterpret_cast<uintptr_t>(s->region->app());
+    const uintptr_t e = b + s->region->size();
+    const uintptr_t from = std::max(lo, b), to = std::min(lo + len, e);
+    if (from < to) prim::Prefault(reinterpret_cast<void*>(from), to - from, a);
+  }
+}
+
+void Runtime::Send(NodeId to, std::vector<uint8_t> bytes) {
+  const uint64_t id = next_wr_++;
+  std::vector<uint8_t>& buf = in_flight_[id] = std::move(bytes);
+  nic::Sge sge{buf.data(), uint32_t(buf.size())};
+  const nic::WorkRequest wr = nic::WorkRequest::Send(to, {&sge, 1}, id);
+  if (Status st = nic_->Post(&send_cq_, {&wr, 1}); !st.ok())
+    Die(fmt::format("sending {} bytes to node {} failed: {}", buf.size(), to, st.ToString()));
+}
+
+void Runtime::ReapSends() {
+  nic::Completion done[32];
+  while (size_t n = send_cq_.Poll(done)) {
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i].status != nic::WcStatus::kSuccess)
+        Die(fmt::format("message to node {} lost: {}", done[i].peer, nic::ToString(done[i].status)));
+      in_flight_.erase(done[i].wr_id);
+    }
+  }
+}
+
+std::span<uint8_t> Runtime::Frame(PageId p) {
+  Segment& s = SegmentOf(p);
+  const size_t page = s.region->page_size();
+  return {reinterpret_cast<uint8_t*>(s.region->ProtoPage(p - s.first)), page};
+}
+
+void Runtime::Protect(PageId p, Prot prot) {
+  Segment& s = SegmentOf(p);
+  if (int err = s.trap->Protect(p - s.first, 1, prot); err != 0)
+    Die(s.trap->ProtectStatus(p - s.first, 1, prot).ToString());
+}
+
+}  // namespace svm::rt

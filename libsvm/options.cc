@@ -1,0 +1,174 @@
+#include "libsvm/options.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace svm::rt {
+namespace {
+
+// Sizes and addresses: decimal or 0x hex, with an optional K/M/G/T suffix.
+bool ParseNumber(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  std::string s(text);
+  uint64_t scale = 1;
+  switch (s.back()) {
+    case 'k': case 'K': scale = 1ull << 10; break;
+    case 'm': case 'M': scale = 1ull << 20; break;
+    case 'g': case 'G': scale = 1ull << 30; break;
+    case 't': case 'T': scale = 1ull << 40; break;
+    default: break;
+  }
+  if (scale != 1) s.pop_back();
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  if (errno != 0 || end == s.c_str() || *end != '\0' || s[0] == '-') return false;
+  if (v > UINT64_MAX / scale) return false;
+  *out = v * scale;
+  return true;
+}
+
+Status Bad(const char* var, std::string_view value, std::string_view expected) {
+  return Status::InvalidArgument(fmt::format("{}={}: expected {}", var, value, expected));
+}
+
+using Apply = Status (*)(const char* var, std::string_view value, Options* o);
+
+struct Row {
+  const char* var;
+  const char* help;
+  Apply apply;
+};
+
+template <typename T>
+Status Unsigned(const char* var, std::string_view v, T* out, uint64_t lo, uint64_t hi) {
+  uint64_t x = 0;
+  if (!ParseNumber(v, &x) || x < lo || x > hi)
+    return Bad(var, v, fmt::format("a number in [{}, {}]", lo, hi));
+  *out = static_cast<T>(x);
+  return Status::Ok();
+}
+
+Status Bool(const char* var, std::string_view v, bool* out) {
+  if (v == "1" || v == "yes" || v == "on" || v == "true") *out = true;
+  else if (v == "0" || v == "no" || v == "off" || v == "false" || v.empty()) *out = false;
+  else return Bad(var, v, "1/0, yes/no, on/off");
+  return Status::Ok();
+}
+
+constexpr Row kTable[] = {
+    {"SVM_NODE_ID", "this node's number",
+     [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->node, 0, 4095); }},
+    {"SVM_NODES", "nodes in the job",
+     [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->nodes, 1, 4096); }},
+    {"SVM_THREADS_PER_NODE", "application threads per node (placement)",
+     [](const char* k, std::string_view v, Options* o) {
+       return Unsigned(k, v, &o->threads_per_node, 1, 1024);
+     }},
+    {"SVM_PLACE", "thread placement: block or cyclic",
+     [](const char* k, std::string_view v, Options* o) {
+       if (v == "block") o->place = Placement::kBlock;
+       else if (v == "cyclic") o->place = Placement::kCyclic;
+       else return Bad(k, v, "block or cyclic");
+       return Status::Ok();
+     }},
+    {"SVM_MODE", "protocol mode (base)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (v != "base") return Bad(k, v, "base (dw, rf, dd and nil are not implemented yet)");
+       o->mode = v;
+       return Status::Ok();
+     }},
+    {"SVM_FAULT", "fault backend: uffd, uffd-thread or mprotect",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!prim::ParseBackend(v, &o->fault)) return Bad(k, v, "uffd, uffd-thread or mprotect");
+       return Status::Ok();
+     }},
+    {"SVM_TRANSPORT", "communication layer (tcp)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (v != "tcp") return Bad(k, v, "tcp (shm and verbs are not built into this runtime)");
+       o->transport = v;
+       return Status::Ok();
+     }},
+    {"SVM_REGION_BASE", "address of the shared region",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->region_base) || o->region_base % kMinPageSize != 0)
+         return Bad(k, v, "a page-aligned address");
+       return Status::Ok();
+     }},
+    {"SVM_REGION_SIZE", "bytes in the shared region",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->region_size) || o->region_size == 0 ||
+           o->region_size % kMinPageSize != 0)
+         return Bad(k, v, "a positive multiple of 4K");
+       return Status::Ok();
+     }},
+    {"SVM_HOME", "home placement: first-touch, cyclic or block",
+     [](const char* k, std::string_view v, Options* o) {
+       auto p = ParseHomePolicy(v);
+       if (!p) return Bad(k, v, "first-touch, cyclic or block");
+       o->home = *p;
+       return Status::Ok();
+     }},
+    {"SVM_LOG_LEVEL", "trace, debug, info, warn, error or off",
+     [](const char*, std::string_view v, Options* o) {
+       o->log_level = v;
+       return Status::Ok();
+     }},
+    {"SVM_STATS", "write statistics as JSON to this file (node 0)",
+     [](const char*, std::string_view v, Options* o) {
+       o->stats = v;
+       return Status::Ok();
+     }},
+    {"SVM_CONTROL", "svmrun's control socket, host:port",
+     [](const char*, std::string_view v, Options* o) {
+       o->control = v;
+       return Status::Ok();
+     }},
+    {"SVM_JOB_EPOCH", "job epoch stamped on every message",
+     [](const char* k, std::string_view v, Options* o) {
+       return Unsigned(k, v, &o->epoch, 0, UINT32_MAX);
+     }},
+    {"SVM_NIC_LISTEN", "host:port the NIC listens on",
+     [](const char*, std::string_view v, Options* o) {
+       o->nic_listen = v;
+       return Status::Ok();
+     }},
+    {"SVM_SHARE_GLOBALS", "share the program's .data and .bss",
+     [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->share_globals); }},
+    {"SVM_VERBOSE", "print the options in effect",
+     [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->verbose); }},
+    {"SVM_SHOW_STATS", "print counters at exit",
+     [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->show_stats); }},
+};
+
+}  // namespace
+
+Status ReadOptions(Options* out) {
+  Options o;
+  for (const Row& row : kTable) {
+    const char* v = std::getenv(row.var);
+    if (v == nullptr) continue;
+    if (Status st = row.apply(row.var, v, &o); !st.ok()) return st;
+  }
+  if (o.node >= o.nodes)
+    return Status::InvalidArgument(fmt::format("SVM_NODE_ID={} but SVM_NODES={}", o.node, o.nodes));
+  if (o.nodes > 1 && o.control.empty())
+    return Status::InvalidArgument("SVM_NODES > 1 needs SVM_CONTROL (start jobs with svmrun)");
+  *out = std::move(o);
+  return Status::Ok();
+}
+
+std::string DescribeEnvironment() {
+  std::string s;
+  for (const Row& row : kTable) {
+    const char* v = std::getenv(row.var);
+    s += fmt::format("  {:<22} {:<16} {}\n", row.var, v ? v : "(default)", row.help);
+  }
+  return s;
+}
+
+}  // namespace svm::rt

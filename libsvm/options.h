@@ -1,0 +1,46 @@
+// Options of one node's runtime, read from the SVM_* environment that svmrun
+// (or svmd) sets. One table names every variable, its default and meaning;
+// SVM_VERBOSE=1 prints the values in effect at start-up.
+//
+// Read once, at start-up, before the program's own code runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "libsvm/prim/fault.h"
+#include "protocol/geometry.h"
+#include "protocol/status.h"
+
+namespace svm::rt {
+
+enum class Placement : uint8_t { kBlock, kCyclic };
+
+struct Options {
+  NodeId node = 0;                 // SVM_NODE_ID
+  uint32_t nodes = 1;              // SVM_NODES
+  uint32_t threads_per_node = 1;   // SVM_THREADS_PER_NODE
+  Placement place = Placement::kBlock;
+  std::string mode = "base";
+  prim::Backend fault = prim::Backend::kUffd;
+  std::string transport = "tcp";
+  uint64_t region_base = 0x200000000000ull;
+  uint64_t region_size = 1ull << 30;
+  HomePolicy home = HomePolicy::kFirstTouch;
+  std::string log_level = "warn";
+  std::string stats;               // JSON statistics file, node 0 only
+  std::string control;             // svmrun's control socket; empty: a lone node
+  uint32_t epoch = 0;              // SVM_JOB_EPOCH
+  std::string nic_listen;          // SVM_NIC_LISTEN; empty: the control link's local address
+  bool share_globals = true;       // SVM_SHARE_GLOBALS
+  bool verbose = false;            // SVM_VERBOSE
+  bool show_stats = false;         // SVM_SHOW_STATS
+};
+
+// Parses the environment. An error names the variable and the valid values.
+Status ReadOptions(Options* out);
+
+// One line per variable (value as set, or "(default)"), for SVM_VERBOSE.
+std::string DescribeEnvironment();
+
+}  // namespace svm::rt

@@ -1,0 +1,135 @@
+#include "libsvm/prim/fault.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "libsvm/prim/fault_backends.h"
+
+namespace svm::prim {
+
+const char* ToString(Backend b) {
+  switch (b) {
+    case Backend::kUffd: return "uffd";
+    case Backend::kUffdThread: return "uffd-thread";
+    case Backend::kMprotect: return "mprotect";
+  }
+  return "?";
+}
+
+bool ParseBackend(std::string_view name, Backend* out) {
+  for (Backend b : kAllBackends) {
+    if (name == ToString(b)) {
+      *out = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool NeedsPrefault(Backend b) { return b != Backend::kUffdThread; }
+
+Status Probe(Backend b) {
+  static std::mutex mu;
+  static std::optional<Status> cached[3];
+  std::lock_guard<std::mutex> lock(mu);
+  std::optional<Status>& c = cached[int(b)];
+  if (!c) {
+    switch (b) {
+      case Backend::kUffd: c = ProbeUffd(true); break;
+      case Backend::kUffdThread: c = ProbeUffd(false); break;
+      case Backend::kMprotect: c = ProbeMprotect(); break;
+    }
+  }
+  return *c;
+}
+
+FaultTrap::FaultTrap(Backend backend, Region* region, FaultHandler* handler)
+    : backend_(backend),
+      region_(region),
+      handler_(handler),
+      state_(new std::atomic<uint8_t>[region->page_count()]) {
+  for (size_t i = 0; i < region->page_count(); ++i) {
+    state_[i].store(uint8_t(Prot::kNone), std::memory_order_relaxed);
+  }
+}
+
+FaultTrap::~FaultTrap() {
+  // The backend's destructor has stopped trapping; close the view for good.
+  mprotect(region_->app(), region_->size(), PROT_NONE);
+  region_->trapped_.store(false, std::memory_order_release);
+}
+
+Status FaultTrap::Open(Backend backend, Region* region, FaultHandler* handler,
+                       std::unique_ptr<FaultTrap>* out, const TrapOptions& options) {
+  if (region == nullptr || handler == nullptr) {
+    return Status::InvalidArgument("FaultTrap::Open needs a region and a handler");
+  }
+  Status probe = Probe(backend);
+  if (!probe.ok()) return probe;
+  if (region->trapped_.exchange(true, std::memory_order_acq_rel)) {
+    return Status::InvalidArgument("a fault trap is already open on this region");
+  }
+  Status s;
+  switch (backend) {
+    case Backend::kUffd: s = OpenUffd(true, region, handler, out); break;
+    case Backend::kUffdThread: s = OpenUffd(false, region, handler, out); break;
+    case Backend::kMprotect: s = OpenMprotect(region, handler, options, out); break;
+  }
+  // A backend that failed after constructing its trap has already released
+  // the claim in ~FaultTrap; releasing it again is harmless.
+  if (!s.ok()) region->trapped_.store(false, std::memory_order_release);
+  return s;
+}
+
+Status FaultTrap::ProtectStatus(PageId first, size_t count, Prot prot) {
+  int err = Protect(first, count, prot);
+  return err == 0 ? Status::Ok() : Explain(err, first, count, prot);
+}
+
+Status FaultTrap::Explain(int err, PageId first, size_t count, Prot prot) const {
+  char range[96];
+  snprintf(range, sizeof(range), "pages [%" PRIu64 ", %" PRIu64 ") of %zu", uint64_t(first),
+           uint64_t(first + count), region_->page_count());
+  std::string what = std::string(ToString(backend_)) + " backend: protecting " + range +
+                     " as " + ToString(prot);
+  if (err == EINVAL) return Status::InvalidArgument(what + ": range is empty or out of bounds");
+  return Status::Unsupported(what + ": " + strerror(err));
+}
+
+FaultStats FaultTrap::stats() const {
+  FaultStats s;
+  s.faults = stats_.faults.load(std::memory_order_relaxed);
+  s.read_faults = stats_.read_faults.load(std::memory_order_relaxed);
+  s.write_faults = stats_.write_faults.load(std::memory_order_relaxed);
+  s.protect_calls = stats_.protect_calls.load(std::memory_order_relaxed);
+  s.region_vmas = stats_.region_vmas.load(std::memory_order_relaxed);
+  s.vma_budget = stats_.vma_budget.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Prefault(const void* addr, size_t len, Access access) {
+  if (len == 0) return;
+  const size_t page = size_t(getpagesize());  // reads a libc global; signal-safe
+  uintptr_t p = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + len;
+  // Touch the byte at addr in the first page (it is in the caller's buffer),
+  // and the first byte of each later page.
+  uintptr_t at = reinterpret_cast<uintptr_t>(addr);
+  for (; p < end; p += page, at = p) {
+    auto* b = reinterpret_cast<unsigned char*>(at);
+    if (access == Access::kWrite) {
+      __atomic_fetch_or(b, static_cast<unsigned char>(0), __ATOMIC_RELAXED);
+    } else {
+      (void)__atomic_load_n(b, __ATOMIC_RELAXED);
+    }
+  }
+}
+
+}  // namespace svm::prim

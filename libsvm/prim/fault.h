@@ -1,0 +1,198 @@
+// FaultTrap: traps accesses to a Region's application view that its per-page
+// protection does not allow, and hands them to a FaultHandler.
+//
+// The runtime sets each page's protection in the application view to none,
+// read or read-write (Protect); an access that the protection forbids calls
+// FaultHandler::OnFault, which fixes the page (typically: fetch it into the
+// protocol view, make a twin) and calls Protect so the access can go on.
+//
+// Backends (libsvm/prim/README.md has the measurements and kernel findings):
+//   kUffd        userfaultfd with UFFD_FEATURE_SIGBUS on the application view,
+//                registered MISSING|MINOR|WP. A fault raises SIGBUS in the
+//                faulting thread, and OnFault runs there, in signal context.
+//                none = PTE zapped (the memfd keeps the data); read =
+//                UFFDIO_CONTINUE write-protected (or WRITEPROTECT if mapped);
+//                read-write = CONTINUE / WRITEPROTECT cleared.
+//   kUffdThread  the same registration without SIGBUS; a handler thread reads
+//                fault events and runs OnFault; the faulting thread sleeps in
+//                the kernel until woken. Transparent to system calls.
+//   kMprotect    SIGSEGV + mprotect. Each run of equal protection is one VMA;
+//                Protect refuses (ENOSPC) a change that would push the
+//                region's VMA count past its budget, well before
+//                vm.max_map_count.
+//
+// Kernel-mode accesses: under kUffd and kMprotect a system call that reads or
+// writes a page the program may not access (read(2) into a "none" page) fails
+// with EFAULT instead of faulting; call Prefault on the buffer first (and if
+// the call still fails with EFAULT because the page was invalidated in
+// between, Prefault again and retry). kUffdThread needs none of this.
+//
+// Thread-safety: Protect, prot, stats and Prefault may be called from any
+// thread and from OnFault, which may run in a fault's signal handler: they
+// use no malloc and only system calls (kMprotect: plus a spin lock around its
+// VMA bookkeeping, so Protect must not be called from an asynchronous signal
+// handler). Calls that change the same page must be serialized by the caller
+// (the runtime's page lock); calls on different pages may run concurrently.
+// Open and the destructor are control-path calls.
+//
+// Signals: kUffd and kMprotect install one SIGBUS / SIGSEGV handler for the
+// process (libsvm/prim/README.md); faults outside every region go to the
+// handler installed before. A thread that blocks SIGBUS (kUffd) or SIGSEGV
+// (kMprotect) and then touches a trapped page is killed by the kernel.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "libsvm/prim/region.h"
+#include "protocol/status.h"
+#include "protocol/types.h"
+
+namespace svm::prim {
+
+enum class Backend : uint8_t { kUffd, kUffdThread, kMprotect };
+inline constexpr Backend kAllBackends[] = {Backend::kUffd, Backend::kUffdThread,
+                                           Backend::kMprotect};
+
+// "uffd", "uffd-thread", "mprotect".
+const char* ToString(Backend b);
+// Parses the names above. Returns false (and leaves *out) on anything else.
+bool ParseBackend(std::string_view name, Backend* out);
+// Whether system calls on the application view need Prefault first.
+bool NeedsPrefault(Backend b);
+
+// Ok if this kernel and process can run backend b; otherwise Unsupported with
+// the reason (e.g. "userfaultfd: Operation not permitted", "kernel lacks
+// UFFD_FEATURE_MINOR_SHMEM"). The answer is computed once and cached.
+Status Probe(Backend b);
+
+class FaultHandler {
+ public:
+  virtual ~FaultHandler() = default;
+
+  // An access to `page` (index within the region) was not allowed.
+  //
+  // Runs in the faulting thread inside a SIGBUS/SIGSEGV handler (kUffd,
+  // kMprotect) or on the trap's handler thread (kUffdThread). Must return
+  // only once the page's protection allows `access`: it calls
+  // FaultTrap::Protect itself, and must call it even when it believes the
+  // page already has that protection (the kernel may have dropped the
+  // mapping; Protect then re-installs it). Several threads may be in
+  // OnFault for the same page at once (kUffd, kMprotect).
+  //
+  // Must be async-signal-safe: no malloc, printf, getenv, no locks that the
+  // interrupted thread could hold. Must not touch the application view
+  // (kUffdThread: it would wait for itself).
+  //
+  // `access` is exact on x86-64 for every backend (the page-fault error
+  // code). Where the hardware does not say, a fault on a page whose
+  // protection is read is reported as a write and any other as a read; a
+  // write to a "none" page then faults twice (read, then write).
+  virtual void OnFault(PageId page, Access access) = 0;
+};
+
+// Counters since Open. Approximate while faults are in flight.
+struct FaultStats {
+  uint64_t faults = 0;         // OnFault calls
+  uint64_t read_faults = 0;    // ... with Access::kRead
+  uint64_t write_faults = 0;   // ... with Access::kWrite
+  uint64_t protect_calls = 0;  // Protect calls that reached the kernel
+  uint64_t region_vmas = 0;    // kMprotect: VMAs the region uses now; else 1
+  uint64_t vma_budget = 0;     // kMprotect: most VMAs Protect will create; else 1
+};
+
+struct TrapOptions {
+  // kMprotect only: cap on the region's VMAs. 0 = derive from
+  // vm.max_map_count (limit minus mappings outside the region minus
+  // max(limit/8, 256) headroom); a value above that is lowered to it.
+  size_t max_vmas = 0;
+};
+
+class FaultTrap {
+ public:
+  // Opens a trap of kind `backend` on `region`. All pages start as none
+  // (their frames keep whatever the protocol view wrote). At most one trap
+  // per region at a time.
+  // REQUIRES: region and handler outlive the trap.
+  // On failure *out is untouched: Unsupported (Probe failed or a system call
+  // failed; the message says which), InvalidArgument (a trap is already open
+  // on the region), OutOfRange (kMprotect: no VMA budget left).
+  static Status Open(Backend backend, Region* region, FaultHandler* handler,
+                     std::unique_ptr<FaultTrap>* out, const TrapOptions& options = {});
+
+  // Stops trapping and makes the application view inaccessible (PROT_NONE).
+  // REQUIRES: no thread accesses the application view or is inside OnFault.
+  virtual ~FaultTrap();
+  FaultTrap(const FaultTrap&) = delete;
+  FaultTrap& operator=(const FaultTrap&) = delete;
+
+  // Sets the application-view protection of pages [first, first + count).
+  // Returns 0 or an errno value:
+  //   EINVAL  the range is empty or outside the region;
+  //   ENOSPC  kMprotect: the change would exceed the VMA budget (nothing
+  //           changed; ProtectStatus explains it);
+  //   other   the failing system call's errno (the range may be partly done).
+  // Async-signal-safe. Pages that never held data are zero-filled when
+  // opened. Takes effect for every thread before it returns (TLBs flushed).
+  virtual int Protect(PageId first, size_t count, Prot prot) = 0;
+
+  // Protect for the control path: the same, with a Status that explains an
+  // error (allocates; not for OnFault).
+  Status ProtectStatus(PageId first, size_t count, Prot prot);
+
+  // The protection last set for `page` by Protect.
+  Prot prot(PageId page) const { return Prot(state_[page].load(std::memory_order_relaxed) & 3); }
+
+  FaultStats stats() const;
+  Backend backend() const { return backend_; }
+
+  // Tests only: forget the backend's per-page hints (uffd: which pages are
+  // mapped), as if they had all gone stale. Protect must still be right.
+  void TEST_ForgetHints() {
+    for (size_t p = 0; p < region_->page_count(); ++p) {
+      state_[p].fetch_and(kProtMask, std::memory_order_relaxed);
+    }
+  }
+  Region& region() const { return *region_; }
+
+ protected:
+  FaultTrap(Backend backend, Region* region, FaultHandler* handler);
+
+  // Validates a Protect range. Async-signal-safe.
+  bool RangeOk(PageId first, size_t count) const {
+    return count > 0 && first < region_->page_count() && count <= region_->page_count() - first;
+  }
+  // Backend-specific explanation of an error code returned by Protect.
+  virtual Status Explain(int err, PageId first, size_t count, Prot prot) const;
+  // Counts a fault and calls the handler.
+  void Deliver(PageId page, Access access) {
+    stats_.faults.fetch_add(1, std::memory_order_relaxed);
+    (access == Access::kWrite ? stats_.write_faults : stats_.read_faults)
+        .fetch_add(1, std::memory_order_relaxed);
+    handler_->OnFault(page, access);
+  }
+
+  // Per page: bits 0-1 the Prot last set; the rest is backend-private.
+  static constexpr uint8_t kProtMask = 3;
+  const Backend backend_;
+  Region* const region_;
+  FaultHandler* const handler_;
+  std::unique_ptr<std::atomic<uint8_t>[]> state_;
+  struct {
+    std::atomic<uint64_t> faults{0}, read_faults{0}, write_faults{0}, protect_calls{0};
+    std::atomic<uint64_t> region_vmas{1}, vma_budget{1};
+  } stats_;
+};
+
+// Touches every page of [addr, addr + len) from user mode, so that a fault
+// on it runs the handler now rather than failing a later system call with
+// EFAULT. kWrite touches with an atomic read-modify-write of zero (a write
+// for the MMU that changes no byte); kRead with a load. Addresses outside any
+// region are touched too (harmless for mapped memory; len == 0 touches
+// nothing). Async-signal-safe.
+void Prefault(const void* addr, size_t len, Access access);
+
+}  // namespace svm::prim

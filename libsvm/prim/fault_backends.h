@@ -1,0 +1,20 @@
+// The backends behind FaultTrap::Open (internal to prim/).
+#pragma once
+
+#include <memory>
+
+#include "libsvm/prim/fault.h"
+
+namespace svm::prim {
+
+// userfaultfd, SIGBUS (sigbus = true, Backend::kUffd) or handler thread.
+Status ProbeUffd(bool sigbus);
+Status OpenUffd(bool sigbus, Region* region, FaultHandler* handler,
+                std::unique_ptr<FaultTrap>* out);
+
+// SIGSEGV + mprotect.
+Status ProbeMprotect();
+Status OpenMprotect(Region* region, FaultHandler* handler, const TrapOptions& options,
+                    std::unique_ptr<FaultTrap>* out);
+
+}  // namespace svm::prim

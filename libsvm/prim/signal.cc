@@ -1,0 +1,126 @@
+#include "libsvm/prim/signal.h"
+
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+
+namespace svm::prim {
+namespace {
+
+constexpr int kMaxTargets = 16;
+
+struct Slot {
+  std::atomic<SignalTarget*> target{nullptr};
+  std::atomic<int> signo{0};
+  std::atomic<uintptr_t> lo{0}, hi{0};
+};
+Slot g_slots[kMaxTargets];
+
+// The disposition before ours, per signal we handle (SIGSEGV, SIGBUS).
+struct Previous {
+  bool installed = false;
+  struct sigaction action {};
+};
+Previous g_prev_segv, g_prev_bus;
+std::mutex g_install_mu;
+
+Previous* PreviousFor(int signo) {
+  return signo == SIGSEGV ? &g_prev_segv : signo == SIGBUS ? &g_prev_bus : nullptr;
+}
+
+// Hands a signal we do not own to whoever had it before.
+void Chain(int signo, siginfo_t* info, void* uc) {
+  const struct sigaction& prev = PreviousFor(signo)->action;
+  if (prev.sa_flags & SA_SIGINFO) {
+    prev.sa_sigaction(signo, info, uc);
+    return;
+  }
+  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(signo);
+    return;
+  }
+  // Default action: restore it and let the signal happen again. A fault
+  // re-executes the instruction on return and dies of the same signal; a
+  // signal sent by kill/raise (si_code <= 0) is sent again.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(signo, &dfl, nullptr);
+  if (info->si_code <= 0) raise(signo);
+}
+
+void OnSignal(int signo, siginfo_t* info, void* uc) {
+  const int saved_errno = errno;
+  if (info->si_code > 0) {  // raised by the kernel for a fault
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    for (Slot& s : g_slots) {
+      SignalTarget* t = s.target.load(std::memory_order_acquire);
+      if (t == nullptr || s.signo.load(std::memory_order_relaxed) != signo) continue;
+      if (addr >= s.lo.load(std::memory_order_relaxed) &&
+          addr < s.hi.load(std::memory_order_relaxed)) {
+        t->OnSignal(addr, uc);
+        errno = saved_errno;
+        return;
+      }
+    }
+  }
+  Chain(signo, info, uc);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target) {
+  Previous* prev = PreviousFor(signo);
+  if (prev == nullptr) return -EINVAL;
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  int slot = -1;
+  for (int i = 0; i < kMaxTargets; ++i) {
+    if (g_slots[i].target.load(std::memory_order_relaxed) == nullptr) {
+      slot = i;
+      break;
+    }
+  }
+  if (slot < 0) return -ENOSPC;
+  if (!prev->installed) {
+    struct sigaction sa {};
+    sa.sa_sigaction = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    // SA_ONSTACK: a fault on a thread stack that lives in the region can
+    // still be handled when the thread has an alternate signal stack.
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    if (sigaction(signo, &sa, &prev->action) != 0) return -errno;
+    prev->installed = true;
+  }
+  Slot& s = g_slots[slot];
+  s.signo.store(signo, std::memory_order_relaxed);
+  s.lo.store(lo, std::memory_order_relaxed);
+  s.hi.store(hi, std::memory_order_relaxed);
+  s.target.store(target, std::memory_order_release);
+  return slot;
+}
+
+void RemoveSignalTarget(int slot) {
+  if (slot < 0 || slot >= kMaxTargets) return;
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  g_slots[slot].target.store(nullptr, std::memory_order_release);
+}
+
+FaultKind DecodeFault(const void* ucontext) {
+#if defined(__x86_64__)
+  // The x86 page-fault error code: bit 0 set = protection violation on a
+  // present page, bit 1 set = write. The kernel copies it into the signal
+  // frame for SIGSEGV and for the SIGBUS of a userfaultfd fault alike.
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+  const auto err = uc->uc_mcontext.gregs[REG_ERR];
+  return {int((err >> 1) & 1), int(err & 1)};
+#else
+  (void)ucontext;
+  return {-1, -1};
+#endif
+}
+
+}  // namespace svm::prim

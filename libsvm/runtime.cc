@@ -1,0 +1,282 @@
+// Runtime: start-up, shared memory, the NIC and the handler thread.
+#include "libsvm/runtime.h"
+
+#include <arpa/inet.h>
+#include <elf.h>
+#include <link.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "libsvm/log.h"
+#include "libsvm/runtime_state.h"
+#include "nic_ext/tcp/tcp_transport.h"
+#include "protocol/wire.h"
+#include "svmd/control_client.h"
+
+namespace svm::rt {
+
+Runtime* Runtime::instance_ = nullptr;
+
+namespace {
+
+// The address this host has toward `host` (no packet is sent).
+std::string LocalAddressToward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &res) != 0) return "127.0.0.1";
+  std::string out = "127.0.0.1";
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_in me{};
+    socklen_t len = sizeof(me);
+    char buf[INET_ADDRSTRLEN];
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
+        inet_ntop(AF_INET, &me.sin_addr, buf, sizeof(buf)))
+      out = buf;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(res);
+  return out;
+}
+
+// The program's writable data after RELRO: .data and .bss, page-aligned.
+struct GlobalsRange {
+  uintptr_t start = 0, end = 0;
+};
+
+int FindGlobals(dl_phdr_info* info, size_t, void* out) {
+  auto* r = static_cast<GlobalsRange*>(out);
+  uintptr_t seg_lo = 0, seg_hi = 0, relro_hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && seg_hi == 0) {
+      seg_lo = lo;
+      seg_hi = lo + ph.p_memsz;
+    } else if (ph.p_type == PT_GNU_RELRO) {
+      relro_hi = lo + ph.p_memsz;
+    }
+  }
+  const uintptr_t page = kMinPageSize;
+  r->start = (std::max(seg_lo, relro_hi) + page - 1) & ~(page - 1);
+  r->end = (seg_hi + page - 1) & ~(page - 1);
+  return 1;  // the first object is the program itself
+}
+
+}  // namespace
+
+void Runtime::StartOrDie() {
+  auto* rt = new Runtime();
+  Status st = rt->Start();
+  if (!st.ok()) {
+    std::string msg = fmt::format("svm: node start-up failed: {}\n", st.message());
+    (void)!write(2, msg.data(), msg.size());
+    _exit(127);
+  }
+  instance_ = rt;
+}
+
+Status Runtime::Start() {
+  if (Status st = ReadOptions(&opts_); !st.ok()) return st;
+  InitLogging(opts_.log_level, opts_.node);
+  if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
+  slots_ = std::make_unique<Slot[]>(kMaxSlots);
+  if (Status st = OpenHeap(); !st.ok()) return st;
+  if (Status st = Connect(); !st.ok()) return st;
+  if (opts_.share_globals) {
+    if (Status st = OpenGlobals(); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status Runtime::OpenHeap() {
+  auto seg = std::make_unique<Segment>();
+  seg->name = "heap";
+  prim::RegionOptions ro;
+  ro.base = opts_.region_base;
+  ro.size = opts_.region_size;
+  ro.name = "svm-heap";
+  if (Status st = prim::Region::Create(ro, &seg->region); !st.ok()) return st;
+  alloc::HeapOptions ho;
+  ho.base = opts_.region_base;
+  ho.size = opts_.region_size;
+  ho.nodes = opts_.nodes;
+  ho.self = opts_.node;
+  ho.remote_free = [](void* ctx, uint32_t owner, void* p) {
+    static_cast<Runtime*>(ctx)->RemoteFree(owner, p);
+  };
+  ho.remote_free_ctx = this;
+  if (const char* why = alloc::Heap::CheckOptions(ho))
+    return Status::InvalidArgument(fmt::format("shared heap: {}", why));
+  heap_ = std::make_unique<alloc::Heap>(ho);
+  segments_.push_back(std::move(seg));
+  return Status::Ok();
+}
+
+// Moves the program's .data and .bss onto frames of their own, contents
+// kept, so that they are shared like the heap. Nothing may touch them while
+// they are away, hence no logging in between.
+Status Runtime::OpenGlobals() {
+  GlobalsRange g;
+  dl_iterate_phdr(FindGlobals, &g);
+  if (g.end <= g.start) return Status::Ok();  // nothing writable beyond RELRO
+  const size_t size = g.end - g.start;
+  void* save = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (save == MAP_FAILED) return Status::Unsupported("mmap for the globals' copy failed");
+  std::memcpy(save, reinterpret_cast<void*>(g.start), size);
+
+  auto seg = std::make_unique<Segment>();
+  seg->name = "globals";
+  seg->first = segments_.back()->first + segments_.back()->pages();
+  prim::RegionOptions ro;
+  ro.base = g.start;
+  ro.size = size;
+  ro.name = "svm-globals";
+  munmap(reinterpret_cast<void*>(g.start), size);
+  Status st = prim::Region::Create(ro, &seg->region);
+  if (!st.ok()) {
+    // Put the data back where it was before reporting.
+    mmap(reinterpret_cast<void*>(g.start), size, PROT_READ | PROT_WRITE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    std::memcpy(reinterpret_cast<void*>(g.start), save, size);
+    munmap(save, size);
+    return st;
+  }
+  if (seg->pages() > kMaxGlobalsPages) {
+    std::string msg = fmt::format("svm: the program's globals ({} pages) exceed {} pages\n",
+                                  seg->pages(), kMaxGlobalsPages);
+    (void)!write(2, msg.data(), msg.size());
+    _exit(127);
+  }
+  std::memcpy(seg->region->proto(), save, size);
+  munmap(save, size);
+  seg->handler = std::make_unique<SegmentHandler>(this, seg->first);
+  // Until the trap is open the globals are inaccessible, so open it at once.
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    st = prim::FaultTrap::Open(opts_.fault, seg->region.get(), seg->handler.get(), &seg->trap);
+    if (st.ok()) segments_.push_back(std::move(seg));
+  }
+  if (!st.ok()) {
+    std::string msg = fmt::format("svm: sharing the program's globals failed: {}\n", st.message());
+    (void)!write(2, msg.data(), msg.size());
+    _exit(127);
+  }
+  return Status::Ok();
+}
+
+// Meets the other nodes through svmrun, connects the NIC and builds the
+// protocol node.
+Status Runtime::Connect() {
+  Segment& heap = *segments_.front();
+  geometry_.page_size = kMinPageSize;
+  geometry_.nodes = opts_.nodes;
+  geometry_.pages = heap.pages();
+
+  std::vector<std::string> peers;
+  if (opts_.nodes > 1) {
+    svmd::ControlConfig cc;
+    if (svmd::Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok())
+      return Status::InvalidArgument(st.ToString());
+    nic::TcpOptions to;
+    to.self = opts_.node;
+    to.num_nodes = opts_.nodes;
+    to.epoch = opts_.epoch;
+    to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0"
+                                         : opts_.nic_listen;
+    std::unique_ptr<nic::TcpNic> tcp;
+    if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
+    const std::string me = tcp->listen_address();
+    nic_ = std::move(tcp);
+    if (svmd::Status st = svmd::Rendezvous(cc, me, &peers); !st.ok())
+      return Status::InvalidArgument(st.ToString());
+    if (Status st = nic_->RegisterRegion({kCounterRegion, &thread_counter_, sizeof(thread_counter_)});
+        !st.ok())
+      return st;
+    if (Status st = nic_->Connect(peers); !st.ok()) return st;
+    svmd::OnTerminate([this] {
+      if (exiting_.load()) return;
+      // The job is over (another node exited, or svmrun is gone).
+      std::fflush(nullptr);
+      _exit(0);
+    });
+  }
+
+  NodeConfig nc;
+  nc.self = opts_.node;
+  nc.geometry = geometry_;
+  nc.threads = kMaxSlots;
+  nc.home_policy = opts_.home;
+  nc.epoch = opts_.epoch;
+  // Pages of the globals join later; size the Node for the largest program
+  // image we accept next to the region.
+  nc.geometry.pages += kMaxGlobalsPages;
+  geometry_ = nc.geometry;
+  node_ = std::make_unique<Node>(nc, this);
+
+  heap.handler = std::make_unique<SegmentHandler>(this, heap.first);
+  if (Status st = prim::FaultTrap::Open(opts_.fault, heap.region.get(), heap.handler.get(),
+                                        &heap.trap);
+      !st.ok())
+    return st;
+  if (nic_) handler_ = std::thread([this] { HandlerLoop(); });
+  return Status::Ok();
+}
+
+void Runtime::HandlerLoop() {
+  nic::Message batch[16];
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    size_t n = nic_->recv_queue().Wait(batch, std::chrono::milliseconds(200));
+    for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
+  }
+}
+
+void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
+  wire::Header h;
+  if (!wire::DecodeHeader(bytes, &h).ok() || IsProtocolMessage(h.type)) {
+    std::lock_guard<std::mutex> l(mu_);
+    Status st = node_->Receive(from, bytes);
+    if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
+    ReapSends();
+    return;
+  }
+  Message m;
+  Status st = wire::Decode(bytes, opts_.epoch, opts_.nodes, &m);
+  if (!st.ok()) {
+    spdlog::error("message from node {} refused: {}", from, st.ToString());
+    return;
+  }
+  OnRuntimeMessage(from, m);
+}
+
+void Runtime::SendMessage(NodeId to, const Message& m) { Send(to, wire::Encode(m, opts_.epoch)); }
+
+[[noreturn]] void Runtime::Serve() {
+  // Everything happens on the handler thread and the threads it starts; the
+  // job ends when svmrun says so (the control client's callback exits).
+  pollfd p{svmd::TerminateFd(), POLLIN, 0};
+  while (true) {
+    if (p.fd < 0) pause();
+    else poll(&p, 1, -1);
+  }
+}
+
+void Runtime::PrepareExit(int status) {
+  exiting_.store(true);
+  std::fflush(nullptr);
+  if (opts_.nodes > 1) (void)svmd::ReportExit(status);
+}
+
+}  // namespace svm::rt

@@ -1,0 +1,174 @@
+// Runtime: one node of a job, inside the program's process (LD_PRELOAD).
+//
+// It owns the node's shared memory (the heap region, and the program's .data
+// and .bss remapped onto frames of their own), the fault trap on them, the
+// NIC, the protocol Node, the handler thread that serves incoming messages
+// (base mode's "interrupts"), and the threads it runs for the program.
+//
+// Page ids: the heap region's pages come first, then the globals' pages.
+//
+// Locking: one mutex (mu_) serialises every call into the protocol Node and
+// the runtime's own tables. A thread that the Node blocks waits on its slot's
+// futex without holding mu_.
+//
+// Memory for the runtime itself comes from glibc (see interpose.cc): only the
+// program's own allocations go to the shared heap.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "libsvm/alloc/heap.h"
+#include "libsvm/options.h"
+#include "libsvm/prim/fault.h"
+#include "libsvm/prim/region.h"
+#include "nic_ext/transport.h"
+#include "protocol/host.h"
+#include "protocol/node.h"
+
+namespace svm::rt {
+
+// Most threads one node runs at a time (application threads, plus a slot for
+// each runtime thread that ever enters the protocol).
+inline constexpr uint32_t kMaxSlots = 256;
+// Largest .data + .bss shared (pages after the heap region's in the Node).
+inline constexpr uint64_t kMaxGlobalsPages = 1u << 16;
+
+// Thread handles (pthread_t values) of svm threads: tag | node | number.
+inline constexpr uint64_t kHandleTag = 0x5356ull << 48;
+inline constexpr NodeId HandleNode(uint64_t h) { return NodeId((h >> 32) & 0xffff); }
+inline constexpr bool IsHandle(uint64_t h) { return (h >> 48) == 0x5356; }
+
+class Runtime final : public Host {
+ public:
+  // The runtime of this process; nullptr until Start succeeded.
+  static Runtime* Get() { return instance_; }
+  // Builds the node from the environment, meets the other nodes and opens
+  // the shared memory. On failure prints why and exits the process.
+  static void StartOrDie();
+
+  const Options& options() const { return opts_; }
+  NodeId self() const { return opts_.node; }
+  alloc::Heap& heap() { return *heap_; }
+
+  // Node 0 runs main; every other node serves until the job ends.
+  [[noreturn]] void Serve();
+  // exit() from the program, on any node: tells svmrun, which ends the whole
+  // job with status. The caller then runs the real exit().
+  void PrepareExit(int status);
+
+  // Threads (threads.cc).
+  int CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
+  int JoinThread(uint64_t handle, void** value);
+  int DetachThread(uint64_t handle);
+  // The calling thread's handle (main: node 0, number 0), or 0 for a thread
+  // the runtime did not start.
+  static uint64_t CurrentHandle();
+  // Records the value for pthread_exit; the thread unwinds to its start.
+  static void SetExitValue(void* value);
+  // Gives the calling (main) thread handle number 0 of node 0.
+  static void AdoptMainThread();
+
+  // Frees a block of another node's heap slice (Heap's remote_free hook).
+  void RemoteFree(uint32_t owner, void* p);
+
+  // Host (host.cc).
+  void Send(NodeId to, std::vector<uint8_t> bytes) override;
+  std::span<uint8_t> Frame(PageId p) override;
+  void Protect(PageId p, Prot prot) override;
+  void Wake(ThreadId t) override;
+
+  // A trapped access (host.cc); also called for system-call buffers.
+  void OnFault(PageId p, Access a);
+  // Touches the pages of [addr, addr + len) that belong to shared memory so
+  // that a system call can access them (uffd and mprotect backends).
+  void PrepareBuffer(const void* addr, size_t len, Access a);
+  bool IsShared(const void* addr) const;
+
+ private:
+  // A thread's place in the Node (its ThreadId) and the word it sleeps on.
+  struct Slot {
+    std::atomic<uint32_t> wake{0};
+  };
+  struct Segment;
+  struct ThreadRecord;
+  class SegmentHandler;
+
+  Runtime() = default;
+  Status Start();
+  Status OpenHeap();
+  Status OpenGlobals();
+  Status Connect();
+  void HandlerLoop();
+  void Dispatch(NodeId from, std::vector<uint8_t>& bytes);
+  void OnRuntimeMessage(NodeId from, Message& m);
+  void SendMessage(NodeId to, const Message& m);
+  // Frees SEND buffers whose completions arrived. REQUIRES: mu_ held.
+  void ReapSends();
+
+  // Slots and blocking (host.cc). REQUIRES: mu_ held.
+  ThreadId SlotOfCaller();
+  void ReleaseSlotOfCaller();
+  Segment& SegmentOf(PageId p);
+  // Runs op (a Node call returning Outcome) until kDone, blocking between
+  // tries. REQUIRES: lock holds mu_.
+  template <typename Op>
+  void RunToCompletion(std::unique_lock<std::mutex>& lock, ThreadId t, Op op) {
+    while (true) {
+      slots_[t].wake.store(0, std::memory_order_relaxed);
+      if (op() == Outcome::kDone) return;
+      WaitSlot(lock, t);
+    }
+  }
+  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t);
+
+  // Threads (threads.cc).
+  int StartLocal(uint64_t handle, void* (*start)(void*), void* arg, const pthread_attr_t* attr);
+  static void* Trampoline(void* record);
+  void Finish(ThreadRecord* r, void* value);
+  uint64_t NextThreadNumber();
+  NodeId PlaceThread(uint64_t number) const;
+
+  static Runtime* instance_;
+  static constexpr uint32_t kCounterRegion = 1;  // NIC region of thread_counter_
+
+  Options opts_;
+  Geometry geometry_;
+  std::vector<std::unique_ptr<Segment>> segments_;
+  std::unique_ptr<alloc::Heap> heap_;
+  std::unique_ptr<nic::Nic> nic_;
+  nic::CompletionQueue send_cq_;
+  std::unique_ptr<Node> node_;
+  std::thread handler_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> exiting_{false};
+
+  std::mutex mu_;
+  std::unique_ptr<Slot[]> slots_;
+  uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)
+  std::vector<ThreadId> free_slots_;  // GUARDED_BY(mu_)
+  uint64_t next_wr_ = 1;     // GUARDED_BY(mu_)
+  std::map<uint64_t, std::vector<uint8_t>> in_flight_;  // GUARDED_BY(mu_): SEND buffers
+
+  // Threads hosted here, and requests this node's threads wait on.
+  std::map<uint64_t, std::unique_ptr<ThreadRecord>> threads_;  // GUARDED_BY(mu_)
+  struct Pending {
+    bool done = false;
+    uint64_t value = 0;
+    ThreadId waiter = 0;
+  };
+  std::map<uint64_t, Pending> spawns_;  // GUARDED_BY(mu_): by thread handle
+  std::map<uint64_t, Pending> joins_;   // GUARDED_BY(mu_)
+  alignas(8) uint64_t thread_counter_ = 0;  // node 0: threads created so far (NIC FAA target)
+};
+
+}  // namespace svm::rt

@@ -1,0 +1,49 @@
+// Private to libsvm's runtime*.cc / host.cc / threads.cc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "libsvm/prim/fault.h"
+#include "libsvm/prim/region.h"
+#include "libsvm/runtime.h"
+
+namespace svm::rt {
+
+// A run of shared memory with its own frames and trap: the heap region, or
+// the program's globals. Its pages are [first, first + pages) in the Node.
+class Runtime::SegmentHandler final : public prim::FaultHandler {
+ public:
+  SegmentHandler(Runtime* rt, PageId first) : rt_(rt), first_(first) {}
+  void OnFault(PageId page, Access access) override { rt_->OnFault(first_ + page, access); }
+
+ private:
+  Runtime* rt_;
+  PageId first_;
+};
+
+struct Runtime::Segment {
+  const char* name = "";
+  PageId first = 0;
+  std::unique_ptr<prim::Region> region;
+  std::unique_ptr<SegmentHandler> handler;
+  std::unique_ptr<prim::FaultTrap> trap;
+  size_t pages() const { return region->page_count(); }
+};
+
+// A program thread hosted by this node.
+struct Runtime::ThreadRecord {
+  uint64_t handle = 0;
+  void* (*start)(void*) = nullptr;
+  void* arg = nullptr;
+  pthread_t thread{};
+  bool done = false;
+  bool detached = false;
+  void* value = nullptr;
+  std::vector<ThreadId> local_joiners;  // slots waiting in JoinThread
+  std::vector<NodeId> remote_joiners;   // nodes that sent JoinRequest
+};
+
+}  // namespace svm::rt

@@ -1,0 +1,237 @@
+// Runtime: program threads across nodes. A thread is placed on a node by its
+// number (block or cyclic over threads-per-node); creating it elsewhere is a
+// SpawnRequest to that node's handler, joining it a JoinRequest. Handles are
+// (tag | node | number); node 0's main thread is number 0.
+#include <dlfcn.h>
+#include <errno.h>
+
+#include <spdlog/spdlog.h>
+
+#include "libsvm/runtime.h"
+#include "libsvm/runtime_state.h"
+#include "libsvm/thread_state.h"
+
+namespace svm::rt {
+namespace {
+
+thread_local uint64_t t_handle __attribute__((tls_model("initial-exec"))) = 0;
+thread_local void* t_exit_value = nullptr;
+
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+
+CreateFn RealCreate() {
+  static CreateFn fn = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  return fn;
+}
+
+uint64_t MakeHandle(NodeId node, uint64_t number) {
+  return kHandleTag | (uint64_t(node) << 32) | (number & 0xffffffffu);
+}
+
+}  // namespace
+
+uint64_t Runtime::CurrentHandle() { return t_handle; }
+void Runtime::SetExitValue(void* value) { t_exit_value = value; }
+void Runtime::AdoptMainThread() { t_handle = MakeHandle(0, 0); }
+
+// Threads are numbered job-wide by a counter on node 0, bumped with the NIC's
+// fetch-and-add so that any node may create threads.
+uint64_t Runtime::NextThreadNumber() {
+  if (!nic_) return ++thread_counter_;
+  nic::CompletionQueue cq;
+  const nic::WorkRequest wr = nic::WorkRequest::Faa(0, kCounterRegion, 0, 1);
+  if (Status st = nic_->Post(&cq, {&wr, 1}); !st.ok()) return 0;
+  nic::Completion c;
+  while (cq.Wait({&c, 1}, std::chrono::seconds(1)) == 0) {
+  }
+  return c.status == nic::WcStatus::kSuccess ? c.value + 1 : 0;
+}
+
+NodeId Runtime::PlaceThread(uint64_t number) const {
+  if (opts_.place == Placement::kCyclic) return NodeId(number % opts_.nodes);
+  return NodeId((number / opts_.threads_per_node) % opts_.nodes);
+}
+
+int Runtime::CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*start)(void*),
+                          void* arg) {
+  RuntimeScope scope;
+  const uint64_t number = NextThreadNumber();
+  if (number == 0) return EAGAIN;
+  const NodeId target = PlaceThread(number);
+  const uint64_t h = MakeHandle(target, number);
+  if (target == self()) {
+    int err = StartLocal(h, start, arg, attr);
+    if (err == 0) *handle = h;
+    return err;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  spawns_[h] = Pending{false, 0, t};
+  SendMessage(target, SpawnRequest{h, reinterpret_cast<uint64_t>(start),
+                                   reinterpret_cast<uint64_t>(arg)});
+  RunToCompletion(lock, t, [&] { return spawns_[h].done ? Outcome::kDone : Outcome::kBlocked; });
+  const int err = int(spawns_[h].value);
+  spawns_.erase(h);
+  if (err == 0) *handle = h;
+  return err;
+}
+
+int Runtime::StartLocal(uint64_t handle, void* (*start)(void*), void* arg,
+                        const pthread_attr_t* attr) {
+  auto record = std::make_unique<ThreadRecord>();
+  ThreadRecord* r = record.get();
+  r->handle = handle;
+  r->start = start;
+  r->arg = arg;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    threads_[handle] = std::move(record);
+  }
+  int err = RealCreate()(&r->thread, attr, Trampoline, r);
+  if (err != 0) {
+    std::lock_guard<std::mutex> l(mu_);
+    threads_.erase(handle);
+  }
+  return err;
+}
+
+void* Runtime::Trampoline(void* p) {
+  auto* r = static_cast<ThreadRecord*>(p);
+  t_app = true;
+  t_handle = r->handle;
+  t_exit_value = nullptr;
+  // Runs on return and when pthread_exit unwinds the thread.
+  struct Finisher {
+    ThreadRecord* r;
+    ~Finisher() { Runtime::Get()->Finish(r, t_exit_value); }
+  } finisher{r};
+  t_exit_value = r->start(r->arg);
+  return t_exit_value;
+}
+
+void Runtime::Finish(ThreadRecord* r, void* value) {
+  RuntimeScope scope;
+  std::lock_guard<std::mutex> l(mu_);
+  ReleaseSlotOfCaller();
+  r->done = true;
+  r->value = value;
+  for (ThreadId t : r->local_joiners) Wake(t);
+  for (NodeId n : r->remote_joiners) {
+    SendMessage(n, JoinReply{r->handle, reinterpret_cast<uint64_t>(value)});
+    r->detached = true;  // a remote joiner takes the value; nothing left to join
+  }
+  if (r->detached) {
+    pthread_detach(r->thread);
+    threads_.erase(r->handle);
+  }
+}
+
+int Runtime::JoinThread(uint64_t h, void** value) {
+  RuntimeScope scope;
+  if (h == t_handle) return EDEADLK;
+  std::unique_lock<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  const NodeId node = HandleNode(h);
+  if (node >= opts_.nodes) return ESRCH;
+  uint64_t result = 0;
+  if (node == self()) {
+    auto it = threads_.find(h);
+    if (it == threads_.end()) return ESRCH;
+    ThreadRecord* r = it->second.get();
+    if (r->detached) return EINVAL;
+    r->local_joiners.push_back(t);
+    RunToCompletion(lock, t, [&] { return r->done ? Outcome::kDone : Outcome::kBlocked; });
+    result = reinterpret_cast<uint64_t>(r->value);
+    pthread_t thread = r->thread;
+    threads_.erase(it);
+    lock.unlock();
+    pthread_join(thread, nullptr);  // real join of the finished carrier thread
+  } else {
+    joins_[h] = Pending{false, 0, t};
+    SendMessage(node, JoinRequest{h});
+    RunToCompletion(lock, t, [&] { return joins_[h].done ? Outcome::kDone : Outcome::kBlocked; });
+    result = joins_[h].value;
+    joins_.erase(h);
+  }
+  if (value) *value = reinterpret_cast<void*>(result);
+  return 0;
+}
+
+int Runtime::DetachThread(uint64_t h) {
+  RuntimeScope scope;
+  const NodeId node = HandleNode(h);
+  if (node >= opts_.nodes) return ESRCH;
+  std::lock_guard<std::mutex> l(mu_);
+  if (node != self()) {
+    SendMessage(node, DetachRequest{h});
+    return 0;
+  }
+  auto it = threads_.find(h);
+  if (it == threads_.end()) return ESRCH;
+  ThreadRecord* r = it->second.get();
+  r->detached = true;
+  if (r->done) {
+    pthread_detach(r->thread);
+    threads_.erase(it);
+  }
+  return 0;
+}
+
+// Runtime messages arrive on the handler thread.
+void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
+  if (auto* s = std::get_if<SpawnRequest>(&m)) {
+    const int err = HandleNode(s->thread) == self()
+                        ? StartLocal(s->thread, reinterpret_cast<void* (*)(void*)>(s->start),
+                                     reinterpret_cast<void*>(s->arg), nullptr)
+                        : EINVAL;
+    std::lock_guard<std::mutex> l(mu_);
+    SendMessage(from, SpawnReply{s->thread, uint32_t(err)});
+    return;
+  }
+  if (auto* f = std::get_if<svm::RemoteFree>(&m)) {
+    // Not under mu_: the heap's locks come before mu_ (Free -> RemoteFree).
+    for (uint64_t b : f->blocks) heap_->FreeLocal(reinterpret_cast<void*>(b));
+    return;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto* r = std::get_if<SpawnReply>(&m)) {
+    auto it = spawns_.find(r->thread);
+    if (it == spawns_.end()) return (void)spdlog::error("spawn reply nobody asked for");
+    it->second = Pending{true, r->error, it->second.waiter};
+    Wake(it->second.waiter);
+  } else if (auto* j = std::get_if<JoinRequest>(&m)) {
+    auto it = threads_.find(j->thread);
+    if (it == threads_.end() || it->second->detached)
+      return (void)spdlog::error("join of unknown thread {:#x} from node {}", j->thread, from);
+    ThreadRecord* r = it->second.get();
+    if (r->done) {
+      SendMessage(from, JoinReply{r->handle, reinterpret_cast<uint64_t>(r->value)});
+      pthread_detach(r->thread);
+      threads_.erase(it);
+    } else {
+      r->remote_joiners.push_back(from);
+    }
+  } else if (auto* j = std::get_if<JoinReply>(&m)) {
+    auto it = joins_.find(j->thread);
+    if (it == joins_.end()) return (void)spdlog::error("join reply nobody asked for");
+    it->second = Pending{true, j->value, it->second.waiter};
+    Wake(it->second.waiter);
+  } else if (auto* d = std::get_if<DetachRequest>(&m)) {
+    auto it = threads_.find(d->thread);
+    if (it == threads_.end()) return;
+    it->second->detached = true;
+    if (it->second->done) {
+      pthread_detach(it->second->thread);
+      threads_.erase(it);
+    }
+  }
+}
+
+void Runtime::RemoteFree(uint32_t owner, void* p) {
+  // Batching would save messages; one per free keeps the order simple.
+  RuntimeScope scope;
+  std::lock_guard<std::mutex> l(mu_);
+  SendMessage(owner, svm::RemoteFree{{reinterpret_cast<uint64_t>(p)}});
+}
+
+}  // namespace svm::rt

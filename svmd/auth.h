@@ -1,0 +1,58 @@
+// Job-key authentication: HMAC-SHA256 challenge-response over a connected fd.
+//
+// Every control connection (node -> svmrun, svmrun -> svmd) and every NIC
+// connection between nodes proves knowledge of a 256-bit key before any other
+// byte is trusted. Both sides prove it (mutual), with fresh nonces from both
+// sides, so a recorded exchange cannot be replayed and a proof cannot be
+// reflected back. The exchange (all sizes in bytes):
+//
+//   both -> : hello  = "SVMA" | u8 version=1 | u8 role ('C'/'S') | u16 0 | nonce[32]
+//   C -> S  : proof_c = HMAC(key, "svm-auth-1" | 'C' | nonce_c | nonce_s)
+//   S       : verifies proof_c (constant-time); on mismatch closes, sends nothing
+//   S -> C  : proof_s = HMAC(key, "svm-auth-1" | 'S' | nonce_c | nonce_s)
+//   C       : verifies proof_s
+//
+// A client with the wrong key therefore never gets a byte past the server's
+// hello. Both sides may derive a per-connection session secret
+// HMAC(key, "svm-session-1" | nonce_c | nonce_s), used to wrap secrets sent
+// over the connection (svmrun hands the job key to svmd this way).
+// Thread-safe: no shared state.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "svmd/net.h"
+#include "svmd/status.h"
+
+namespace svm::svmd {
+
+inline constexpr size_t kKeyBytes = 32;
+using Key = std::array<uint8_t, kKeyBytes>;
+
+enum class AuthRole : uint8_t { kClient = 'C', kServer = 'S' };
+const char* ToString(AuthRole r);
+
+// Fills *key from the kernel's random source.
+Status GenerateKey(Key* key);
+// Reads exactly 32 bytes from fd (the SVM_KEY_FD convention). Does not close fd.
+Status LoadKeyFromFd(int fd, Key* key);
+// Loads a key file: 32 raw bytes, or 64 hex digits (optionally newline).
+// Refuses anything but a regular file with no group/other permission bits.
+Status LoadKeyFromFile(const std::string& path, Key* key);
+// Creates path (must not exist) with mode 0600 holding the 32 raw bytes.
+Status WriteKeyFile(const std::string& path, const Key& key);
+
+// Runs the exchange above on a connected, blocking fd. kAuthFailed when the
+// peer does not prove the key; other codes for I/O, timeouts or garbage.
+// *session (optional) gets the per-connection session secret.
+Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms,
+                    Key* session = nullptr);
+
+// HMAC-SHA256(key, data).
+Key Hmac(const Key& key, const void* data, size_t n);
+// XOR of a and b (wrapping a secret with a session secret; self-inverse).
+Key Xor(const Key& a, const Key& b);
+
+}  // namespace svm::svmd

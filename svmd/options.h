@@ -1,0 +1,101 @@
+// svmrun's options: one table (flag, SVM_* environment twin, default,
+// validator, help) and the choice tables behind --mode, --fault, --transport,
+// --home and --place. Enabling a mode later is one line in kModes.
+//
+// Precedence: command-line flag, then the environment twin, then the
+// default. A value this build cannot serve is refused before anything
+// starts, with a message naming the valid choices.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "svmd/status.h"
+
+namespace svm::svmd {
+
+struct Choice {
+  const char* name;
+  bool available;    // false: a known name this build refuses
+  const char* why;   // why it is refused ("not implemented yet", "not built")
+};
+
+#ifdef SVM_HAVE_SHM
+inline constexpr bool kHaveShm = true;
+#else
+inline constexpr bool kHaveShm = false;
+#endif
+#ifdef SVM_HAVE_VERBS
+inline constexpr bool kHaveVerbs = true;
+#else
+inline constexpr bool kHaveVerbs = false;
+#endif
+
+inline constexpr Choice kModes[] = {
+    {"base", true, ""},
+    {"dw", false, "not implemented yet"},
+    {"rf", false, "not implemented yet"},
+    {"dd", false, "not implemented yet"},
+    {"nil", false, "not implemented yet"},
+};
+inline constexpr Choice kFaults[] = {
+    {"uffd", true, ""}, {"uffd-thread", true, ""}, {"mprotect", true, ""}};
+inline constexpr Choice kTransports[] = {
+    {"tcp", true, ""},
+    {"shm", kHaveShm, "not built into this svmrun"},
+    {"verbs", kHaveVerbs, "not built into this svmrun"},
+};
+inline constexpr Choice kHomes[] = {{"first-touch", true, ""}, {"cyclic", true, ""}, {"block", true, ""}};
+inline constexpr Choice kPlaces[] = {{"block", true, ""}, {"cyclic", true, ""}};
+inline constexpr Choice kLogLevels[] = {{"trace", true, ""}, {"debug", true, ""}, {"info", true, ""},
+                                        {"warn", true, ""},  {"error", true, ""}, {"off", true, ""}};
+
+// Ok if value names an available choice; otherwise an error such as
+// "--mode dw is not implemented yet; valid choices: base".
+Status CheckChoice(std::span<const Choice> table, const std::string& flag, const std::string& value);
+
+// "4096", "64K", "1M", "2G", "0x200000000000" -> bytes.
+Status ParseSize(const std::string& text, uint64_t* out);
+
+inline constexpr uint16_t kDefaultSvmdPort = 7117;
+
+struct Options {
+  uint32_t nodes = 1;
+  uint32_t threads_per_node = 1;
+  std::string place = "block";
+  std::string mode = "base";
+  std::string fault = "uffd";
+  std::string transport = "tcp";
+  uint64_t region_base = 0x200000000000ull;
+  uint64_t region_size = 1ull << 30;
+  std::string home = "first-touch";
+  std::string stats;  // JSON statistics file ("" = none)
+  double timeout_s = 0;  // 0 = none
+  bool tag_output = false;
+  std::string log_level = "warn";
+  std::vector<std::string> hosts;  // svmd addresses "host[:port]"; empty = local job
+  std::string key_file;            // admin key shared with the svmds
+  std::string preload;             // libsvm path, "none", or "" = default
+  std::vector<std::string> program;  // after --
+};
+
+// One row of the options table.
+struct OptionSpec {
+  const char* flags;  // CLI11 spelling, e.g. "-n,--nodes"
+  const char* env;    // environment twin
+  const char* def;    // default as text ("" = none)
+  const char* help;
+  bool is_switch;     // a flag without value
+  // Parses and validates the text form into *o; an error names the flag.
+  Status (*apply)(const std::string& text, Options* o);
+};
+std::span<const OptionSpec> OptionTable();
+
+// Parses argv. Returns Ok with *exit_now = -1 to run; *exit_now >= 0 means
+// exit with that code at once (--help, --version, or an error that was
+// already printed to stderr).
+Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now);
+
+}  // namespace svm::svmd

@@ -1,0 +1,413 @@
+// svmd: the per-host daemon. `svmd --listen ADDR:PORT --key-file FILE`.
+//
+// Each connection from svmrun is a Session on its own thread:
+//   kAuthenticating -> kAwaitingJob -> kRunning -> kTearingDown -> kClosed
+// It proves the admin key (auth.h; a wrong key is refused and logged),
+// receives one JOB (the nodes to start here, argv, env, the job key wrapped
+// with the connection's session secret), starts the nodes (local_node.h),
+// writes the job key to a 0600 file in a private 0700 directory for them
+// (SVM_KEY_FILE), forwards their output line by line and their exit
+// statuses, feeds STDIN to node 0, obeys KILL, and kills every node of the
+// job if svmrun goes away. SIGINT/SIGTERM end all sessions and svmd.
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <thread>
+
+#include "svmd/auth.h"
+#include "svmd/frame.h"
+#include "svmd/local_node.h"
+#include "svmd/net.h"
+
+namespace svm::svmd {
+namespace {
+
+constexpr int64_t kHandshakeMs = 10000;
+constexpr int64_t kJobWaitMs = 30000;
+constexpr int64_t kGraceMs = 2000;
+
+enum class SessionState { kAuthenticating, kAwaitingJob, kRunning, kTearingDown, kClosed };
+const char* ToString(SessionState s) {
+  switch (s) {
+    case SessionState::kAuthenticating: return "authenticating";
+    case SessionState::kAwaitingJob: return "awaiting-job";
+    case SessionState::kRunning: return "running";
+    case SessionState::kTearingDown: return "tearing-down";
+    case SessionState::kClosed: return "closed";
+  }
+  return "?";
+}
+
+class Session {
+ public:
+  Session(int id, UniqueFd conn, const Key& admin, int stop_fd)
+      : id_(id), conn_(std::move(conn)), admin_(admin), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {}
+  ~Session() { Cleanup(); }
+  void Run();
+  bool done() const { return done_; }
+
+ private:
+  void SetState(SessionState s) {
+    spdlog::debug("session {}: {} -> {}", id_, ToString(state_), ToString(s));
+    state_ = s;
+  }
+  Status StartJob(const Frame& f, const Key& session);
+  void Loop();
+  void OnConn();
+  void BeginTeardown(const std::string& why);
+  void Send(MsgType t, std::string_view body);
+  void Cleanup();
+
+  int id_;
+  UniqueFd conn_;
+  Key admin_;
+  int stop_fd_;
+  std::string peer_;
+  SessionState state_ = SessionState::kAuthenticating;
+  std::atomic<bool> done_{false};
+  uint32_t epoch_ = 0;
+  std::string dir_, key_path_;
+  std::vector<std::unique_ptr<LocalNode>> nodes_;
+  std::vector<bool> reported_;
+  LocalNode* node0_ = nullptr;
+  std::string stdin_buf_;
+  bool stdin_eof_ = false;
+  bool conn_ok_ = true;
+  int64_t kill_at_ = 0;
+  FrameReader in_;
+};
+
+void Session::Send(MsgType t, std::string_view body) {
+  if (!conn_ok_) return;
+  if (!SendFrame(conn_.get(), t, epoch_, body).ok()) {
+    conn_ok_ = false;
+    BeginTeardown("svmrun connection lost");
+  }
+}
+
+void Session::Run() {
+  Key session;
+  Status s = Authenticate(conn_.get(), admin_, AuthRole::kServer, NowMs() + kHandshakeMs, &session);
+  if (!s.ok()) {
+    spdlog::warn("session {}: refused connection from {}: {}", id_, peer_, s.ToString());
+    SetState(SessionState::kClosed);
+    done_ = true;
+    return;
+  }
+  SetState(SessionState::kAwaitingJob);
+  Frame f;
+  s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
+  if (s.ok() && f.type != MsgType::kJob) s = Status::ProtocolError(std::string("expected JOB, got ") + ToString(f.type));
+  if (s.ok()) s = StartJob(f, session);
+  if (!s.ok()) {
+    spdlog::error("session {} from {}: {}", id_, peer_, s.ToString());
+    Send(MsgType::kJobError, EncodeStrings({s.message()}));
+  } else {
+    Loop();
+  }
+  Cleanup();
+  SetState(SessionState::kClosed);
+  spdlog::info("session {}: closed", id_);
+  done_ = true;
+}
+
+Status Session::StartJob(const Frame& f, const Key& session) {
+  JobRequest req;
+  Status s = Decode(f.body, &req);
+  if (!s.ok()) return s;
+  epoch_ = f.epoch;
+  Key job_key = Xor(req.wrapped_key, session);
+  std::string cwd = req.cwd;
+  struct stat st;
+  if (cwd.empty() || ::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    spdlog::warn("session {}: directory '{}' does not exist here; nodes start in svmd's", id_, cwd);
+    cwd.clear();
+  }
+  std::string program;
+  if (s = ResolveProgram(req.argv[0], cwd.empty() ? std::filesystem::current_path().string() : cwd, &program);
+      !s.ok())
+    return s;
+  char tmpl[] = "/tmp/svmd-job-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return Status::Errno("mkdtemp", errno);
+  dir_ = tmpl;
+  key_path_ = dir_ + "/key";
+  if (s = WriteKeyFile(key_path_, job_key); !s.ok()) return s;
+
+  std::string ids;
+  for (uint32_t id : req.node_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  spdlog::info("session {} from {}: job epoch {}, nodes [{}] of {}, program {}", id_, peer_, epoch_, ids,
+               req.nodes_total, program);
+  auto sink = [this](uint32_t node, int stream, std::string_view line) {
+    OutputMsg m{node, uint8_t(stream), std::string(line)};
+    Send(MsgType::kOutput, Encode(m));
+  };
+  std::vector<std::string> base = CleanEnvironment();
+  for (const auto& e : req.env)
+    if (e.find('=') != std::string::npos) base.push_back(e);
+  base.push_back("SVM_KEY_FILE=" + key_path_);
+  base.push_back("SVM_CONTROL=" + req.control);
+  Encoder pids;
+  pids.U32(uint32_t(req.node_ids.size()));
+  for (uint32_t id : req.node_ids) {
+    SpawnSpec spec;
+    spec.argv = req.argv;
+    spec.argv[0] = program;
+    spec.env = base;
+    spec.env.push_back("SVM_NODE_ID=" + std::to_string(id));
+    spec.cwd = cwd;
+    spec.stdin_pipe = id == 0;
+    auto node = std::make_unique<LocalNode>(id, sink);
+    if (s = node->Start(spec); !s.ok()) return Status::InvalidArgument("node " + std::to_string(id) + ": " + s.message());
+    spdlog::info("session {}: node {} is pid {}", id_, id, node->pid());
+    if (id == 0) {
+      node0_ = node.get();
+      SetNonblocking(node0_->stdin_fd(), true);
+    }
+    pids.Str(std::to_string(node->pid()));
+    nodes_.push_back(std::move(node));
+  }
+  reported_.assign(nodes_.size(), false);
+  SetState(SessionState::kRunning);
+  Send(MsgType::kJobStarted, pids.bytes());
+  return Status::Ok();
+}
+
+void Session::BeginTeardown(const std::string& why) {
+  if (state_ == SessionState::kTearingDown) return;
+  spdlog::info("session {}: tearing down: {}", id_, why);
+  SetState(SessionState::kTearingDown);
+  for (auto& n : nodes_) n->Signal(SIGTERM);
+  kill_at_ = NowMs() + kGraceMs;
+}
+
+void Session::OnConn() {
+  char buf[65536];
+  for (;;) {
+    ssize_t r = ::recv(conn_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (r > 0) {
+      in_.Append(buf, size_t(r));
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) break;
+    conn_ok_ = false;
+    BeginTeardown("svmrun disconnected");
+    return;
+  }
+  Frame f;
+  Status err;
+  while (in_.Next(&f, &err)) {
+    if (f.epoch != epoch_) {
+      err = Status::ProtocolError("wrong epoch");
+      break;
+    }
+    if (f.type == MsgType::kStdin) {
+      stdin_buf_ += f.body;
+    } else if (f.type == MsgType::kStdinEof) {
+      stdin_eof_ = true;
+    } else if (f.type == MsgType::kKill) {
+      int32_t sig = 0;
+      if (err = DecodeI32(f.body, f.type, &sig); !err.ok()) break;
+      if (sig <= 0 || sig >= NSIG) {
+        err = Status::ProtocolError("KILL: bad signal");
+        break;
+      }
+      spdlog::info("session {}: KILL {}", id_, SignalName(sig));
+      for (auto& n : nodes_) n->Signal(sig);
+      if (sig != SIGKILL && !kill_at_) kill_at_ = NowMs() + kGraceMs;
+    } else {
+      err = Status::ProtocolError(std::string("unexpected ") + ToString(f.type));
+      break;
+    }
+  }
+  if (!err.ok()) {
+    spdlog::error("session {}: {}; dropping svmrun", id_, err.ToString());
+    conn_ok_ = false;
+    BeginTeardown("malformed input from svmrun");
+  }
+}
+
+void Session::Loop() {
+  for (;;) {
+    bool all = true;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->finished() && !reported_[i]) {
+        reported_[i] = true;
+        int ws = nodes_[i]->wait_status();
+        NodeExitMsg m;
+        m.node = nodes_[i]->id();
+        m.kind = WIFSIGNALED(ws) ? ExitKind::kSignaled : ExitKind::kExited;
+        m.value = WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws);
+        spdlog::info("session {}: node {} {}", id_, m.node, DescribeWaitStatus(ws));
+        Send(MsgType::kNodeExit, Encode(m));
+      }
+      all &= nodes_[i]->finished();
+    }
+    if (all && !conn_ok_) return;
+    if (node0_ && node0_->stdin_fd() >= 0 && stdin_buf_.empty() && stdin_eof_) node0_->CloseStdin();
+
+    std::vector<pollfd> fds;
+    std::vector<std::pair<LocalNode*, int>> who;  // (node, 0 pidfd / 1 output / 2 stdin), or null
+    fds.push_back({stop_fd_, POLLIN, 0});
+    who.push_back({nullptr, -1});
+    if (conn_ok_) {
+      fds.push_back({conn_.get(), POLLIN, 0});
+      who.push_back({nullptr, -2});
+    }
+    for (auto& n : nodes_) {
+      for (int fd : {n->pidfd(), n->out_fd(), n->err_fd()}) {
+        if (fd < 0) continue;
+        fds.push_back({fd, POLLIN, 0});
+        who.push_back({n.get(), fd == n->pidfd() ? 0 : 1});
+      }
+      if (n.get() == node0_ && n->stdin_fd() >= 0 && !stdin_buf_.empty()) {
+        fds.push_back({n->stdin_fd(), POLLOUT, 0});
+        who.push_back({n.get(), 2});
+      }
+    }
+    int64_t now = NowMs();
+    int timeout = kill_at_ ? int(std::max<int64_t>(0, kill_at_ - now)) : 1000;
+    int rc = ::poll(fds.data(), fds.size(), timeout);
+    if (rc < 0 && errno != EINTR) return;
+    for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      auto [node, kind] = who[i];
+      if (kind == -1) {
+        BeginTeardown("svmd is stopping");
+        conn_ok_ = false;
+      } else if (kind == -2) {
+        OnConn();
+      } else if (kind == 0) {
+        node->Reap();
+      } else if (kind == 1) {
+        node->ReadOutput(fds[i].fd);
+      } else if (kind == 2) {
+        ssize_t w = ::write(fds[i].fd, stdin_buf_.data(), stdin_buf_.size());
+        if (w > 0) stdin_buf_.erase(0, size_t(w));
+        else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+          stdin_buf_.clear();
+          node->CloseStdin();
+        }
+      }
+    }
+    if (kill_at_ && NowMs() >= kill_at_) {
+      kill_at_ = 0;
+      for (auto& n : nodes_) n->Signal(SIGKILL);
+    }
+  }
+}
+
+void Session::Cleanup() {
+  nodes_.clear();  // SIGKILLs and reaps whatever still runs
+  node0_ = nullptr;
+  if (!key_path_.empty()) ::unlink(key_path_.c_str());
+  if (!dir_.empty()) ::rmdir(dir_.c_str());
+  key_path_.clear();
+  dir_.clear();
+}
+
+int Main(int argc, char** argv) {
+  std::string listen = "0.0.0.0:7117", key_file, level = "info";
+  CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
+  app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION);
+  app.add_option("--listen", listen, "ADDR:PORT to listen on (port 0 picks one)")->capture_default_str();
+  app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users")
+      ->required();
+  app.add_option("--log-level", level, "trace|debug|info|warn|error|off")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] svmd[%P] %l: %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+  Key admin;
+  Status s = LoadKeyFromFile(key_file, &admin);
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+  std::string host;
+  uint16_t port = 0, bound = 0;
+  if (s = ParseHostPort(listen, &host, &port); !s.ok()) {
+    spdlog::error("--listen: {}", s.message());
+    return 2;
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  UniqueFd sfd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC));
+  UniqueFd lfd;
+  if (s = Listen(host, port, &lfd, &bound); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
+  std::fflush(stdout);
+  spdlog::info("listening on {}:{}", host, bound);
+
+  struct Running {
+    std::unique_ptr<Session> session;
+    std::thread thread;
+  };
+  std::list<Running> sessions;
+  int next_id = 1;
+  for (;;) {
+    pollfd p[2] = {{lfd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
+    int rc = ::poll(p, 2, 1000);
+    if (rc < 0 && errno != EINTR) break;
+    if (p[1].revents) {
+      signalfd_siginfo si;
+      ssize_t r = ::read(sfd.get(), &si, sizeof(si));
+      (void)r;
+      spdlog::info("caught {}; stopping", SignalName(int(si.ssi_signo)));
+      break;
+    }
+    if (p[0].revents) {
+      int c = ::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) {
+        auto sess = std::make_unique<Session>(next_id++, UniqueFd(c), admin, stop.get());
+        Session* raw = sess.get();
+        sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
+      }
+    }
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      if (it->session->done()) {
+        it->thread.join();
+        it = sessions.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  uint64_t one = 1;
+  ssize_t w = ::write(stop.get(), &one, sizeof(one));
+  (void)w;
+  for (auto& r : sessions) r.thread.join();
+  sessions.clear();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace svm::svmd
+
+int main(int argc, char** argv) { return svm::svmd::Main(argc, argv); }

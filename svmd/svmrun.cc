@@ -1,0 +1,786 @@
+// svmrun: launches a job of N nodes, locally or through svmd on --hosts.
+//
+// Life of a job (JobPhase): kStarting (options checked, nodes launched) ->
+// kRunning (rendezvous, stdio, exits) -> kTearingDown (a node failed, the
+// program called exit(), a signal or --timeout: TERMINATE, then SIGTERM,
+// then SIGKILL) -> kDone (every node reaped, every output drained).
+// The exit status is the program's: the status a node reported with EXIT,
+// else the first failure (128+signal for a killed node), else 0.
+// Single-threaded event loop, plus an acceptor thread with one handshake
+// thread per control connection, and a stdin-forwarding thread.
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "svmd/auth.h"
+#include "svmd/frame.h"
+#include "svmd/local_node.h"
+#include "svmd/net.h"
+#include "svmd/options.h"
+
+namespace svm::svmd {
+namespace {
+
+constexpr int64_t kHandshakeMs = 10000;
+constexpr int64_t kGraceMs = 2000;        // TERMINATE -> SIGTERM -> SIGKILL
+constexpr int64_t kControlLossMs = 3000;  // a dropped control link, process still alive
+constexpr int kLostStatus = 255;          // launcher-detected failure (lost node or host)
+
+enum class JobPhase { kStarting, kRunning, kTearingDown, kDone };
+const char* ToString(JobPhase p) {
+  switch (p) {
+    case JobPhase::kStarting: return "starting";
+    case JobPhase::kRunning: return "running";
+    case JobPhase::kTearingDown: return "tearing-down";
+    case JobPhase::kDone: return "done";
+  }
+  return "?";
+}
+
+enum class HostState { kConnecting, kStarted, kClosed };
+const char* ToString(HostState s) {
+  switch (s) {
+    case HostState::kConnecting: return "connecting";
+    case HostState::kStarted: return "started";
+    case HostState::kClosed: return "closed";
+  }
+  return "?";
+}
+
+struct Node {
+  uint32_t id = 0;
+  int host = -1;  // -1: local; else index into hosts_
+  std::unique_ptr<LocalNode> local;
+  UniqueFd control;
+  FrameReader control_in;
+  bool helloed = false;
+  std::string nic;
+  bool exited = false;
+  int64_t control_lost_at = 0;  // 0: not lost
+  std::string where() const;
+};
+
+struct Host {
+  std::string spec, name;
+  uint16_t port = kDefaultSvmdPort;
+  UniqueFd fd;
+  FrameReader in;
+  std::mutex send_mu;  // main thread and stdin thread both send
+  HostState state = HostState::kConnecting;
+  std::vector<uint32_t> nodes;
+  Status Send(MsgType t, uint32_t epoch, std::string_view body) {
+    std::lock_guard<std::mutex> l(send_mu);
+    if (!fd.valid()) return Status::Closed("host closed");
+    return SendFrame(fd.get(), t, epoch, body);
+  }
+};
+
+struct Pending {  // an authenticated control connection and its HELLO
+  UniqueFd fd;
+  HelloMsg hello;
+};
+
+class Job {
+ public:
+  Job(Options o, std::string preload, std::string program, Key admin_key)
+      : o_(std::move(o)), preload_(std::move(preload)), program_(std::move(program)),
+        admin_key_(admin_key) {}
+  int Run();
+
+ private:
+  Status Setup();
+  Status StartRemote();
+  Status StartLocal();
+  std::vector<std::string> CommonEnv(bool local) const;
+  void AcceptLoop();
+  void Handshake(UniqueFd fd);
+  void StdinLoop(int local_fd, int host);
+  void Loop();
+  void OnPending();
+  void OnControl(Node& n);
+  void OnHost(size_t h);
+  void OnSignal();
+  void NodeExited(Node& n, ExitKind kind, int value, const std::string& msg);
+  void Teardown(int status, const std::string& why, bool graceful);
+  void CheckTimers();
+  void SignalAll(int sig);
+  void Emit(uint32_t node, int stream, std::string_view line);
+  bool AllDone() const;
+  void Shutdown();
+
+  Options o_;
+  std::string preload_, program_;
+  Key admin_key_;
+  Key key_{};
+  uint32_t epoch_ = 0;
+  std::string cwd_;
+  JobPhase phase_ = JobPhase::kStarting;
+  int status_ = 0;
+  bool have_status_ = false;
+  bool peers_sent_ = false;
+  int64_t timeout_at_ = 0, term_at_ = 0, kill_at_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  UniqueFd listen_fd_, signal_fd_, pending_fd_, stop_fd_;
+  uint16_t control_port_ = 0;
+  std::thread acceptor_, stdin_thread_;
+  std::mutex mu_;
+  std::vector<std::thread> handshakers_;  // GUARDED_BY(mu_)
+  std::deque<Pending> pending_;           // GUARDED_BY(mu_)
+  std::atomic<bool> stopping_{false};
+};
+
+std::string Node::where() const { return local ? "pid " + std::to_string(local->pid()) : "remote"; }
+
+std::string Hex(uint64_t v) {
+  char b[32];
+  snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::vector<std::string> Job::CommonEnv(bool local) const {
+  std::vector<std::string> e = {
+      "SVM_NODES=" + std::to_string(o_.nodes),
+      "SVM_THREADS_PER_NODE=" + std::to_string(o_.threads_per_node),
+      "SVM_PLACE=" + o_.place,
+      "SVM_MODE=" + o_.mode,
+      "SVM_FAULT=" + o_.fault,
+      "SVM_TRANSPORT=" + o_.transport,
+      "SVM_REGION_BASE=" + Hex(o_.region_base),
+      "SVM_REGION_SIZE=" + std::to_string(o_.region_size),
+      "SVM_HOME=" + o_.home,
+      "SVM_LOG_LEVEL=" + o_.log_level,
+      "SVM_JOB_EPOCH=" + std::to_string(epoch_),
+      "LD_BIND_NOW=1",
+  };
+  if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
+  if (preload_ != "none") e.push_back("LD_PRELOAD=" + preload_);
+  return e;
+}
+
+Status Job::Setup() {
+  Status s = GenerateKey(&key_);
+  if (!s.ok()) return s;
+  Key e;
+  if (s = GenerateKey(&e); !s.ok()) return s;
+  epoch_ = uint32_t(e[0]) | uint32_t(e[1]) << 8 | uint32_t(e[2]) << 16 | uint32_t(e[3]) << 24;
+  cwd_ = std::filesystem::current_path().string();
+  if (!o_.stats.empty() && o_.stats[0] != '/') o_.stats = cwd_ + "/" + o_.stats;
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGQUIT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts
+  signal_fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_.valid()) return Status::Errno("signalfd", errno);
+  ::signal(SIGPIPE, SIG_IGN);
+  pending_fd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  stop_fd_.reset(eventfd(0, EFD_CLOEXEC));
+  if (!pending_fd_.valid() || !stop_fd_.valid()) return Status::Errno("eventfd", errno);
+
+  s = Listen(o_.hosts.empty() ? "127.0.0.1" : "0.0.0.0", 0, &listen_fd_, &control_port_);
+  if (!s.ok()) return s;
+  nodes_.resize(o_.nodes);
+  for (uint32_t i = 0; i < o_.nodes; ++i) nodes_[i].id = i;
+  for (const std::string& spec : o_.hosts) {
+    auto h = std::make_unique<Host>();
+    h->spec = spec;
+    if (spec.find(':') == std::string::npos) {
+      h->name = spec;
+    } else if (s = ParseHostPort(spec, &h->name, &h->port); !s.ok()) {
+      return Status::InvalidArgument("--hosts: " + s.message());
+    }
+    hosts_.push_back(std::move(h));
+  }
+  // Block placement of nodes on hosts: node i -> host i*H/N.
+  for (uint32_t i = 0; i < o_.nodes && !hosts_.empty(); ++i) {
+    size_t h = size_t(uint64_t(i) * hosts_.size() / o_.nodes);
+    nodes_[i].host = int(h);
+    hosts_[h]->nodes.push_back(i);
+  }
+  if (!o_.timeout_s) return Status::Ok();
+  timeout_at_ = NowMs() + int64_t(std::ceil(o_.timeout_s * 1000));
+  return Status::Ok();
+}
+
+Status Job::StartRemote() {
+  for (auto& hp : hosts_) {
+    Host& h = *hp;
+    if (h.nodes.empty()) continue;
+    std::string who = "host " + h.name + ":" + std::to_string(h.port);
+    Status s = Connect(h.name, h.port, NowMs() + kHandshakeMs, &h.fd);
+    if (!s.ok()) return Status::IoError(who + ": " + s.message());
+    Key session;
+    s = Authenticate(h.fd.get(), admin_key_, AuthRole::kClient, NowMs() + kHandshakeMs, &session);
+    if (!s.ok()) return Status::AuthFailed(who + ": " + s.ToString());
+    JobRequest req;
+    req.wrapped_key = Xor(key_, session);
+    req.nodes_total = o_.nodes;
+    req.node_ids = h.nodes;
+    req.argv = o_.program;
+    req.env = CommonEnv(false);
+    if (!o_.stats.empty()) req.env.push_back("SVM_STATS=" + o_.stats);
+    req.cwd = cwd_;
+    req.control = LocalIp(h.fd.get()) + ":" + std::to_string(control_port_);
+    if (s = h.Send(MsgType::kJob, epoch_, Encode(req)); !s.ok()) return Status::IoError(who + ": " + s.message());
+    Frame f;
+    if (s = RecvFrame(h.fd.get(), NowMs() + 30000, &f); !s.ok())
+      return Status::IoError(who + ": no answer to JOB: " + s.message());
+    if (f.type == MsgType::kJobError) {
+      std::vector<std::string> m;
+      DecodeStrings(f.body, f.type, &m);
+      return Status::InvalidArgument(who + " refused the job: " + (m.empty() ? "?" : m[0]));
+    }
+    if (f.type != MsgType::kJobStarted) return Status::ProtocolError(who + ": unexpected " + ToString(f.type));
+    h.state = HostState::kStarted;
+    SetNonblocking(h.fd.get(), false);
+    spdlog::info("{}: {} nodes {}..{}", who, ToString(h.state), h.nodes.front(), h.nodes.back());
+  }
+  return Status::Ok();
+}
+
+Status Job::StartLocal() {
+  auto sink = [this](uint32_t node, int stream, std::string_view line) { Emit(node, stream, line); };
+  for (Node& n : nodes_) {
+    if (n.host >= 0) continue;
+    SpawnSpec spec;
+    spec.argv = o_.program;
+    spec.argv[0] = program_;
+    spec.env = CleanEnvironment();
+    for (auto& e : CommonEnv(true)) spec.env.push_back(e);
+    spec.env.push_back("SVM_NODE_ID=" + std::to_string(n.id));
+    if (n.id == 0 && !o_.stats.empty()) spec.env.push_back("SVM_STATS=" + o_.stats);
+    int kp[2];
+    if (pipe2(kp, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
+    UniqueFd key_r(kp[0]), key_w(kp[1]);
+    if (Status s = WriteAll(key_w.get(), key_.data(), key_.size()); !s.ok()) return s;
+    key_w.reset();
+    spec.env.push_back("SVM_KEY_FD=" + std::to_string(key_r.get()));
+    spec.inherit_fd = key_r.get();
+    spec.stdin_pipe = n.id == 0;
+    n.local = std::make_unique<LocalNode>(n.id, sink);
+    Status s = n.local->Start(spec);
+    if (!s.ok()) return Status::InvalidArgument("node " + std::to_string(n.id) + ": " + s.message());
+    spdlog::debug("node {}: pid {}", n.id, n.local->pid());
+  }
+  return Status::Ok();
+}
+
+void Job::AcceptLoop() {
+  for (;;) {
+    int c = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (stopping_) {
+      if (c >= 0) ::close(c);
+      return;
+    }
+    if (c < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      return;
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    handshakers_.emplace_back([this, c] { Handshake(UniqueFd(c)); });
+  }
+}
+
+void Job::Handshake(UniqueFd fd) {
+  std::string peer = PeerString(fd.get());
+  int64_t deadline = NowMs() + kHandshakeMs;
+  Status s = Authenticate(fd.get(), key_, AuthRole::kServer, deadline);
+  if (!s.ok()) {
+    spdlog::warn("refused control connection from {}: {}", peer, s.ToString());
+    return;
+  }
+  Frame f;
+  HelloMsg hello;
+  if (s = RecvFrame(fd.get(), deadline, &f); s.ok()) {
+    if (f.epoch != epoch_) s = Status::ProtocolError("wrong job epoch");
+    else if (f.type != MsgType::kHello) s = Status::ProtocolError(std::string("expected HELLO, got ") + ToString(f.type));
+    else s = Decode(f.body, &hello);
+  }
+  if (!s.ok()) {
+    spdlog::warn("dropped control connection from {}: {}", peer, s.ToString());
+    return;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  pending_.push_back(Pending{std::move(fd), std::move(hello)});
+  uint64_t one = 1;
+  ssize_t w = ::write(pending_fd_.get(), &one, sizeof(one));
+  (void)w;
+}
+
+void Job::StdinLoop(int local_fd, int host) {
+  UniqueFd sink(local_fd);
+  char buf[65536];
+  for (;;) {
+    pollfd p[2] = {{0, POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (p[1].revents) return;
+    ssize_t n = (p[0].revents & POLLNVAL) ? 0 : ::read(0, buf, sizeof(buf));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    Status s = host >= 0 ? hosts_[size_t(host)]->Send(MsgType::kStdin, epoch_, std::string_view(buf, size_t(n)))
+                         : WriteAll(sink.get(), buf, size_t(n));
+    if (!s.ok()) return;  // node 0 is gone: the rest of stdin is nobody's
+  }
+  if (host >= 0) hosts_[size_t(host)]->Send(MsgType::kStdinEof, epoch_, "");
+}
+
+void Job::Emit(uint32_t node, int stream, std::string_view line) {
+  int fd = stream == 2 ? 2 : 1;
+  if (o_.tag_output) {
+    std::string s = "[n" + std::to_string(node) + "] ";
+    s.append(line);
+    WriteAll(fd, s.data(), s.size());
+  } else {
+    WriteAll(fd, line.data(), line.size());
+  }
+}
+
+void Job::SignalAll(int sig) {
+  for (Node& n : nodes_)
+    if (n.local && !n.local->exited()) n.local->Signal(sig);
+  for (auto& h : hosts_)
+    if (h->state == HostState::kStarted) h->Send(MsgType::kKill, epoch_, EncodeI32(sig));
+}
+
+void Job::Teardown(int status, const std::string& why, bool graceful) {
+  if (phase_ == JobPhase::kTearingDown || phase_ == JobPhase::kDone) return;
+  phase_ = JobPhase::kTearingDown;
+  if (!have_status_) {
+    status_ = status;
+    have_status_ = true;
+  }
+  if (!why.empty()) spdlog::error("{}", why);
+  for (Node& n : nodes_)
+    if (n.control.valid()) SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
+  int64_t now = NowMs();
+  if (graceful) {
+    term_at_ = now + kGraceMs;
+    kill_at_ = now + 2 * kGraceMs;
+  } else {
+    SignalAll(SIGTERM);
+    term_at_ = 0;
+    kill_at_ = now + kGraceMs;
+  }
+}
+
+void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) {
+  if (n.exited) return;
+  n.exited = true;
+  spdlog::debug("node {}: {} {}", n.id, ToString(kind), value);
+  if (phase_ != JobPhase::kRunning) return;  // a victim of the teardown
+  bool others = false;
+  for (const Node& m : nodes_) others |= !m.exited;
+  std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
+  switch (kind) {
+    case ExitKind::kStartFailed:
+      Teardown(127, "node " + std::to_string(n.id) + host + ": " + msg, false);
+      return;
+    case ExitKind::kSignaled:
+      Teardown(128 + value,
+               "node " + std::to_string(n.id) + " (" + n.where() + host + ") was killed by signal " +
+                   std::to_string(value) + " (" + SignalName(value) + ")" +
+                   (others ? "; ending the job" : ""),
+               false);
+      return;
+    case ExitKind::kExited:
+      // Graceful: the others get TERMINATE and a grace period to finish.
+      if (value != 0)
+        Teardown(value,
+                 others ? "node " + std::to_string(n.id) + host + " exited with status " +
+                              std::to_string(value) + "; ending the job"
+                        : "",
+                 true);
+      return;
+  }
+}
+
+void Job::OnPending() {
+  uint64_t v;
+  ssize_t r = ::read(pending_fd_.get(), &v, sizeof(v));
+  (void)r;
+  std::deque<Pending> got;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    got.swap(pending_);
+  }
+  for (Pending& p : got) {
+    uint32_t id = p.hello.node;
+    if (id >= nodes_.size() || nodes_[id].helloed) {
+      spdlog::warn("dropped control connection from {}: HELLO for node {} ({})", PeerString(p.fd.get()), id,
+                   id >= nodes_.size() ? "no such node" : "already connected");
+      continue;
+    }
+    Node& n = nodes_[id];
+    n.control = std::move(p.fd);
+    SetNonblocking(n.control.get(), true);
+    n.helloed = true;
+    n.nic = p.hello.nic_address;
+    spdlog::debug("node {}: HELLO, NIC address {}", id, n.nic);
+    if (phase_ != JobPhase::kRunning) SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
+  }
+  bool all = true;
+  for (const Node& n : nodes_) all &= n.helloed;
+  if (all && !peers_sent_ && phase_ == JobPhase::kRunning) {
+    peers_sent_ = true;
+    std::vector<std::string> addrs;
+    for (const Node& n : nodes_) addrs.push_back(n.nic);
+    std::string body = EncodeStrings(addrs);
+    for (Node& n : nodes_)
+      if (n.control.valid()) SendFrame(n.control.get(), MsgType::kPeers, epoch_, body);
+    spdlog::info("rendezvous complete: {} nodes", nodes_.size());
+  }
+}
+
+void Job::OnControl(Node& n) {
+  char buf[4096];
+  for (;;) {
+    ssize_t r = ::recv(n.control.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (r > 0) {
+      n.control_in.Append(buf, size_t(r));
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) break;
+    // EOF or error: the node's runtime is gone; its process may follow.
+    n.control.reset();
+    if (!n.exited) n.control_lost_at = NowMs() + kControlLossMs;
+    break;
+  }
+  Frame f;
+  Status err;
+  while (n.control_in.Next(&f, &err)) {
+    if (f.epoch != epoch_) {
+      err = Status::ProtocolError("wrong epoch");
+      break;
+    }
+    if (f.type == MsgType::kExit) {
+      int32_t st = 0;
+      if (err = DecodeI32(f.body, f.type, &st); !err.ok()) break;
+      spdlog::info("node {} reported exit({})", n.id, st);
+      if (phase_ == JobPhase::kRunning) {
+        status_ = st & 0xff;
+        have_status_ = true;
+        Teardown(status_, "", true);
+      } else if (n.control.valid()) {
+        SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
+      }
+    } else {
+      err = Status::ProtocolError(std::string("unexpected ") + ToString(f.type) + " from a node");
+      break;
+    }
+  }
+  if (!err.ok()) {
+    spdlog::error("node {}: control connection: {}", n.id, err.ToString());
+    n.control.reset();
+    if (!n.exited) n.control_lost_at = NowMs();
+  }
+}
+
+void Job::OnHost(size_t hi) {
+  Host& h = *hosts_[hi];
+  char buf[65536];
+  bool closed = false;
+  for (;;) {
+    ssize_t r = ::recv(h.fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (r > 0) {
+      h.in.Append(buf, size_t(r));
+      if (r < ssize_t(sizeof(buf))) break;
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) break;
+    closed = true;
+    break;
+  }
+  Frame f;
+  Status err;
+  while (h.in.Next(&f, &err)) {
+    if (f.type == MsgType::kOutput) {
+      OutputMsg m;
+      if (err = Decode(f.body, &m); !err.ok()) break;
+      if (m.node < nodes_.size()) Emit(m.node, m.stream, m.data);
+    } else if (f.type == MsgType::kNodeExit) {
+      NodeExitMsg m;
+      if (err = Decode(f.body, &m); !err.ok()) break;
+      if (m.node >= nodes_.size() || nodes_[m.node].host != int(hi)) {
+        err = Status::ProtocolError("NODE_EXIT for a node not on this host");
+        break;
+      }
+      NodeExited(nodes_[m.node], m.kind, m.value, m.message);
+    } else {
+      err = Status::ProtocolError(std::string("unexpected ") + ToString(f.type));
+      break;
+    }
+  }
+  if (!err.ok() || closed) {
+    {
+      std::lock_guard<std::mutex> l(h.send_mu);
+      h.state = HostState::kClosed;
+      h.fd.reset();
+    }
+    bool lost = false;
+    for (uint32_t id : h.nodes)
+      if (!nodes_[id].exited) {
+        lost = true;
+        nodes_[id].exited = true;
+      }
+    if (lost && phase_ == JobPhase::kRunning)
+      Teardown(kLostStatus, "lost connection to svmd at " + h.spec + (err.ok() ? "" : ": " + err.ToString()),
+               false);
+  }
+}
+
+void Job::OnSignal() {
+  signalfd_siginfo si;
+  while (::read(signal_fd_.get(), &si, sizeof(si)) == sizeof(si)) {
+    int sig = int(si.ssi_signo);
+    if (phase_ == JobPhase::kRunning) {
+      Teardown(128 + sig, "caught " + SignalName(sig) + "; ending the job", false);
+    } else if (phase_ == JobPhase::kTearingDown) {
+      spdlog::error("caught {} again; killing the job now", SignalName(sig));
+      SignalAll(SIGKILL);
+      kill_at_ = 0;
+    }
+  }
+}
+
+void Job::CheckTimers() {
+  int64_t now = NowMs();
+  if (phase_ == JobPhase::kRunning && timeout_at_ && now >= timeout_at_) {
+    char t[32];
+    snprintf(t, sizeof(t), "%g", o_.timeout_s);
+    Teardown(124, std::string("job timed out after ") + t + " s (--timeout); ending it", false);
+  }
+  if (phase_ == JobPhase::kRunning) {
+    for (Node& n : nodes_) {
+      if (n.control_lost_at && !n.exited && now >= n.control_lost_at) {
+        Teardown(kLostStatus, "node " + std::to_string(n.id) + ": control connection lost", false);
+        break;
+      }
+    }
+  }
+  if (phase_ == JobPhase::kTearingDown) {
+    if (term_at_ && now >= term_at_) {
+      term_at_ = 0;
+      SignalAll(SIGTERM);
+    }
+    if (kill_at_ && now >= kill_at_) {
+      kill_at_ = 0;
+      spdlog::info("grace period over: SIGKILL");
+      SignalAll(SIGKILL);
+    }
+  }
+}
+
+bool Job::AllDone() const {
+  for (const Node& n : nodes_) {
+    if (n.local ? !n.local->finished() : !n.exited) return false;
+  }
+  return true;
+}
+
+void Job::Loop() {
+  std::vector<pollfd> fds;
+  std::vector<std::function<void(short)>> handlers;
+  while (!AllDone()) {
+    fds.clear();
+    handlers.clear();
+    auto add = [&](int fd, std::function<void(short)> h) {
+      if (fd < 0) return;
+      fds.push_back({fd, POLLIN, 0});
+      handlers.push_back(std::move(h));
+    };
+    add(signal_fd_.get(), [this](short) { OnSignal(); });
+    add(pending_fd_.get(), [this](short) { OnPending(); });
+    for (Node& n : nodes_) {
+      add(n.control.get(), [this, &n](short) { OnControl(n); });
+      if (!n.local) continue;
+      LocalNode* ln = n.local.get();
+      add(ln->pidfd(), [this, &n, ln](short) {
+        ln->Reap();
+        if (!ln->exited()) return;
+        int ws = ln->wait_status();
+        if (WIFSIGNALED(ws)) NodeExited(n, ExitKind::kSignaled, WTERMSIG(ws), "");
+        else NodeExited(n, ExitKind::kExited, WEXITSTATUS(ws), "");
+      });
+      add(ln->out_fd(), [ln](short) { ln->ReadOutput(ln->out_fd()); });
+      add(ln->err_fd(), [ln](short) { ln->ReadOutput(ln->err_fd()); });
+    }
+    for (size_t i = 0; i < hosts_.size(); ++i)
+      if (hosts_[i]->state == HostState::kStarted) add(hosts_[i]->fd.get(), [this, i](short) { OnHost(i); });
+
+    int64_t now = NowMs(), next = now + 1000;
+    for (int64_t t : {timeout_at_, term_at_, kill_at_})
+      if (t) next = std::min(next, t);
+    for (const Node& n : nodes_)
+      if (n.control_lost_at) next = std::min(next, n.control_lost_at);
+    int rc = ::poll(fds.data(), fds.size(), int(std::max<int64_t>(0, next - now)));
+    if (rc < 0 && errno != EINTR) {
+      spdlog::error("poll: {}", strerror(errno));
+      break;
+    }
+    for (size_t i = 0; rc > 0 && i < fds.size(); ++i)
+      if (fds[i].revents) handlers[i](fds[i].revents);
+    CheckTimers();
+  }
+}
+
+void Job::Shutdown() {
+  phase_ = JobPhase::kDone;
+  stopping_ = true;
+  uint64_t one = 1;
+  ssize_t w = ::write(stop_fd_.get(), &one, sizeof(one));
+  (void)w;
+  if (listen_fd_.valid()) ::shutdown(listen_fd_.get(), SHUT_RDWR);
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::thread> hs;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    hs.swap(handshakers_);
+  }
+  for (auto& t : hs) t.join();
+  if (stdin_thread_.joinable()) stdin_thread_.join();
+  for (Node& n : nodes_) n.control.reset();
+  for (auto& h : hosts_) {
+    std::lock_guard<std::mutex> l(h->send_mu);
+    h->fd.reset();
+  }
+  nodes_.clear();  // reaps anything left (never expected here)
+}
+
+int Job::Run() {
+  Status s = Setup();
+  if (s.ok()) s = StartRemote();
+  if (s.ok()) s = StartLocal();
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    Shutdown();
+    return s.code() == Status::Code::kInvalidArgument && s.message().find("cannot execute") != std::string::npos
+               ? 127
+               : 1;
+  }
+  phase_ = JobPhase::kRunning;
+  spdlog::debug("job epoch {} phase {}: {} nodes, control port {}", epoch_, ToString(phase_), o_.nodes,
+                control_port_);
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+  // stdin goes to node 0, wherever it runs.
+  Node& n0 = nodes_[0];
+  if (n0.local && n0.local->stdin_fd() >= 0) {
+    int fd = ::dup(n0.local->stdin_fd());
+    SetCloexec(fd, true);
+    n0.local->CloseStdin();
+    stdin_thread_ = std::thread([this, fd] { StdinLoop(fd, -1); });
+  } else if (n0.host >= 0) {
+    stdin_thread_ = std::thread([this, h = n0.host] { StdinLoop(-1, h); });
+  }
+  Loop();
+  Shutdown();
+  spdlog::debug("job done, status {}", status_);
+  return status_;
+}
+
+std::string ExeDir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
+}
+
+// The runtime library: --preload, else next to svmrun (installed or build tree).
+Status FindPreload(const std::string& given, std::string* out) {
+  if (given == "none") {
+    *out = "none";
+    return Status::Ok();
+  }
+  std::vector<std::string> candidates;
+  if (!given.empty()) {
+    candidates.push_back(given);
+  } else {
+    std::string dir = ExeDir();
+    candidates = {dir + "/../lib/libsvm.so", dir + "/../libsvm/libsvm.so"};
+  }
+  for (const auto& c : candidates) {
+    if (::access(c.c_str(), R_OK) == 0) {
+      *out = std::filesystem::weakly_canonical(c).string();
+      return Status::Ok();
+    }
+  }
+  if (!given.empty())
+    return Status::InvalidArgument("--preload " + given + ": no such readable file");
+  return Status::InvalidArgument("the runtime library libsvm.so was not found (looked for " + candidates[0] +
+                                 " and " + candidates[1] +
+                                 "); build libsvm, pass --preload PATH, or --preload none to run a "
+                                 "plain program without the runtime");
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  int exit_now = -1;
+  ParseCommandLine(argc, argv, &o, &exit_now);
+  if (exit_now >= 0) return exit_now;
+  spdlog::set_default_logger(spdlog::stderr_color_mt("svmrun"));
+  spdlog::set_pattern("svmrun: %v");
+  spdlog::set_level(spdlog::level::from_str(o.log_level));
+  std::string preload, program;
+  Status s = FindPreload(o.preload, &preload);
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+  Key admin{};
+  if (!o.hosts.empty()) {
+    if (o.key_file.empty()) {
+      spdlog::error("--hosts needs --key-file (or SVM_KEY_FILE): the key shared with the svmds");
+      return 2;
+    }
+    if (s = LoadKeyFromFile(o.key_file, &admin); !s.ok()) {
+      spdlog::error("{}", s.message());
+      return 2;
+    }
+  } else {
+    s = ResolveProgram(o.program[0], std::filesystem::current_path().string(), &program);
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      return 127;
+    }
+  }
+  Job job(std::move(o), preload, program, admin);
+  int rc = job.Run();
+  spdlog::shutdown();
+  return rc;
+}
+
+}  // namespace
+}  // namespace svm::svmd
+
+int main(int argc, char** argv) { return svm::svmd::Main(argc, argv); }

@@ -1,0 +1,95 @@
+#include "libsvm/alloc/page_heap.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "libsvm/alloc/layout.h"
+#include "tests/alloc/test_region.h"
+
+namespace svm::alloc {
+namespace {
+
+constexpr size_t kMiB = size_t(1) << 20;
+
+class PageHeapTest : public ::testing::Test {
+ protected:
+  PageHeapTest() : region_(64 * kMiB), heap_(region_.base(), region_.base() + region_.size()) {}
+  testing::TestRegion region_;
+  PageHeap heap_;
+};
+
+TEST_F(PageHeapTest, BlocksHaveHeadersAndDoNotOverlap) {
+  bool fresh = false;
+  std::vector<std::pair<uintptr_t, size_t>> blocks;
+  for (size_t n : {size_t(1), size_t(4096), size_t(4097), size_t(100000), size_t(3 * kMiB)}) {
+    auto p = reinterpret_cast<uintptr_t>(heap_.Allocate(n, kPage, &fresh));
+    ASSERT_NE(p, 0u);
+    EXPECT_TRUE(fresh);
+    EXPECT_EQ(p % kPage, 0u);
+    EXPECT_EQ(HeaderOf(p)->check, kLargeMagic ^ p);
+    EXPECT_EQ(HeaderOf(p)->usable, AlignUp(n, kPage));
+    EXPECT_EQ(heap_.LiveSize(p), AlignUp(n, kPage));
+    for (auto& [q, m] : blocks) EXPECT_TRUE(p >= q + m + kPage || p + n + kPage <= q);
+    blocks.push_back({p, AlignUp(n, kPage)});
+  }
+  for (auto& [p, n] : blocks) EXPECT_EQ(heap_.Free(p), n);
+  EXPECT_EQ(heap_.Free(blocks[0].first), 0u);  // not live any more
+  EXPECT_EQ(heap_.LiveBlocks(), 0u);
+}
+
+TEST_F(PageHeapTest, FreedNeighboursCoalesce) {
+  bool fresh;
+  auto a = reinterpret_cast<uintptr_t>(heap_.Allocate(kMiB, kPage, &fresh));
+  auto b = reinterpret_cast<uintptr_t>(heap_.Allocate(kMiB, kPage, &fresh));
+  auto c = reinterpret_cast<uintptr_t>(heap_.Allocate(kMiB, kPage, &fresh));
+  heap_.Free(a);
+  heap_.Free(c);
+  heap_.Free(b);
+  // One extent now: a 3 MiB block fits exactly where a was, not fresh.
+  auto d = reinterpret_cast<uintptr_t>(heap_.Allocate(3 * kMiB + 2 * kPage, kPage, &fresh));
+  EXPECT_EQ(d, a);
+  EXPECT_FALSE(fresh);
+}
+
+TEST_F(PageHeapTest, AlignedBlocksReturnTheirSlack) {
+  bool fresh;
+  std::vector<uintptr_t> ps;
+  for (size_t align = kPage; align <= 4 * kMiB; align *= 2) {
+    auto p = reinterpret_cast<uintptr_t>(heap_.Allocate(5000, align, &fresh));
+    ASSERT_NE(p, 0u);
+    EXPECT_EQ(p % align, 0u);
+    ps.push_back(p);
+  }
+  for (uintptr_t p : ps) heap_.Free(p);
+  EXPECT_EQ(heap_.LiveBlocks(), 0u);
+  // Everything below the high-water mark is one free extent again.
+  auto all = reinterpret_cast<uintptr_t>(heap_.Allocate(heap_.FreeBytes() - kPage, kPage, &fresh));
+  EXPECT_EQ(all, region_.base() + kPage);
+}
+
+TEST_F(PageHeapTest, ResizeInPlace) {
+  bool fresh;
+  auto a = reinterpret_cast<uintptr_t>(heap_.Allocate(kMiB, kPage, &fresh));
+  EXPECT_TRUE(heap_.Resize(a, 2 * kMiB));  // at the top: grows
+  EXPECT_EQ(HeaderOf(a)->usable, 2 * kMiB);
+  auto b = reinterpret_cast<uintptr_t>(heap_.Allocate(kPage, kPage, &fresh));
+  EXPECT_FALSE(heap_.Resize(a, 3 * kMiB));  // b is in the way
+  EXPECT_TRUE(heap_.Resize(a, kMiB / 2));   // shrink frees the tail
+  EXPECT_TRUE(heap_.Resize(a, kMiB));       // and it can grow back
+  EXPECT_EQ(heap_.LiveSize(a), kMiB);
+  heap_.Free(a);
+  heap_.Free(b);
+}
+
+TEST_F(PageHeapTest, OutOfSpaceIsNull) {
+  bool fresh;
+  EXPECT_EQ(heap_.Allocate(64 * kMiB, kPage, &fresh), nullptr);  // header page too
+  EXPECT_EQ(heap_.Allocate(SIZE_MAX, kPage, &fresh), nullptr);
+  EXPECT_EQ(heap_.Allocate(kPage, size_t(1) << 40, &fresh), nullptr);
+  EXPECT_NE(heap_.Allocate(64 * kMiB - kPage, kPage, &fresh), nullptr);
+  EXPECT_EQ(heap_.Allocate(1, kPage, &fresh), nullptr);
+}
+
+}  // namespace
+}  // namespace svm::alloc

@@ -1,0 +1,130 @@
+// Multi-host for real: three network namespaces joined by veth pairs to a
+// bridge in the root namespace play three hosts, an svmd runs in each (ip
+// netns exec), and svmrun runs in the root namespace with --hosts. Nodes
+// rendezvous across the namespaces and prove the job key to each other's
+// NIC. The namespaces, links and daemons are removed even when a check
+// fails. Skips (with the reason) where namespaces cannot be made.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "tests/launch/launch_util.h"
+
+namespace svm::launch_test {
+namespace {
+
+int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
+
+class VirtualCluster {
+ public:
+  explicit VirtualCluster(int hosts) {
+    int id = int(getpid() % 100000);
+    std::string tag = std::to_string(id);
+    subnet_ = "10.213." + std::to_string(id % 250) + ".";
+    bridge_ = "svb" + tag;
+    if (Sh("ip netns add svmt" + tag + "probe") != 0) {
+      skip_ = "cannot create network namespaces here (ip netns add failed; needs root and iproute2)";
+      return;
+    }
+    Sh("ip netns del svmt" + tag + "probe");
+    ok_ = Sh("ip link add " + bridge_ + " type bridge") == 0 &&
+          Sh("ip addr add " + subnet_ + "1/24 dev " + bridge_) == 0 && Sh("ip link set " + bridge_ + " up") == 0;
+    for (int h = 0; ok_ && h < hosts; ++h) {
+      std::string ns = "svmt" + tag + "h" + std::to_string(h), veth = "svv" + tag + "h" + std::to_string(h);
+      std::string ip = subnet_ + std::to_string(10 + h);
+      namespaces_.push_back(ns);
+      ok_ = Sh("ip netns add " + ns) == 0 &&
+            Sh("ip link add " + veth + " type veth peer name eth0 netns " + ns) == 0 &&
+            Sh("ip link set " + veth + " master " + bridge_) == 0 && Sh("ip link set " + veth + " up") == 0 &&
+            Sh("ip netns exec " + ns + " ip addr add " + ip + "/24 dev eth0") == 0 &&
+            Sh("ip netns exec " + ns + " ip link set eth0 up") == 0 &&
+            Sh("ip netns exec " + ns + " ip link set lo up") == 0;
+      ips_.push_back(ip);
+    }
+    if (!ok_) skip_ = "could not set up veth/bridge links between namespaces";
+  }
+  ~VirtualCluster() {
+    for (auto& d : daemons_) {
+      kill(d->pid(), SIGTERM);
+      d->Wait(30);
+    }
+    daemons_.clear();
+    for (auto& ns : namespaces_) Sh("ip netns del " + ns);
+    Sh("ip link del " + bridge_);
+  }
+  const std::string& skip() const { return skip_; }
+  bool ok() const { return ok_ && skip_.empty(); }
+
+  // Starts svmd in every namespace; returns "ip:port,..." for --hosts.
+  std::string StartDaemons(const std::string& key) {
+    std::string hosts;
+    for (size_t h = 0; h < namespaces_.size(); ++h) {
+      std::string listen = ips_[h] + ":7117";
+      daemons_.push_back(std::make_unique<Child>(
+          std::vector<std::string>{"ip", "netns", "exec", namespaces_[h], Svmd(), "--listen", listen, "--key-file", key}));
+      if (!daemons_.back()->WaitFor("listening on " + listen)) return "";
+      hosts += (hosts.empty() ? "" : ",") + listen;
+    }
+    return hosts;
+  }
+  Child& daemon(size_t h) { return *daemons_[h]; }
+  const std::string& ip(size_t h) const { return ips_[h]; }
+
+ private:
+  bool ok_ = false;
+  std::string skip_, subnet_, bridge_;
+  std::vector<std::string> namespaces_, ips_;
+  std::vector<std::unique_ptr<Child>> daemons_;
+};
+
+void RunAcrossHosts(int hosts, int nodes) {
+  VirtualCluster vc(hosts);
+  if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
+  ASSERT_TRUE(vc.ok());
+  TempDir dir;
+  std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
+  std::string host_list = vc.StartDaemons(key);
+  ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
+
+  Child c({Svmrun(), "--preload", "none", "-n", std::to_string(nodes), "--tag-output", "--hosts", host_list,
+           "--key-file", key, "--", FakeNode(), "--check-peers", "--read-stdin", "--wait", "--report-exit",
+           "--exit", "3"});
+  // Every node reaches every other node's NIC, across namespaces.
+  for (int k = 0; k < nodes; ++k) {
+    for (int j = 0; j < nodes; ++j) {
+      if (j == k) continue;
+      std::string line = "[n" + std::to_string(k) + "] n" + std::to_string(k) + " peer " + std::to_string(j) + " ok";
+      ASSERT_TRUE(c.WaitFor(line)) << c.out << c.err;
+    }
+  }
+  c.WriteStdin("from the root namespace\n");
+  c.CloseStdin();  // node 0 reports exit(3); svmrun ends the others
+  EXPECT_EQ(c.ExitCode(), 3) << c.err;
+  EXPECT_NE(c.out.find("[n0] n0 stdin: from the root namespace"), std::string::npos) << c.out;
+  for (int h = 0; h < hosts && h < nodes; ++h) EXPECT_NE(c.out.find(vc.ip(size_t(h)) + ":"), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find("error"), std::string::npos) << c.out;
+}
+
+TEST(MultiHost, TwoHostsTwoNodes) { RunAcrossHosts(2, 2); }
+TEST(MultiHost, ThreeHostsFourNodes) { RunAcrossHosts(3, 4); }
+
+TEST(MultiHost, WrongKeyIsRefusedAndLogged) {
+  VirtualCluster vc(1);
+  if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
+  ASSERT_TRUE(vc.ok());
+  TempDir dir;
+  std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
+  std::string wrong = dir.WriteKey("wrong.key", std::string(32, 'w'));
+  std::string host_list = vc.StartDaemons(key);
+  ASSERT_FALSE(host_list.empty());
+  std::string marker = dir.path + "/started";
+  Child c({Svmrun(), "--preload", "none", "--hosts", host_list, "--key-file", wrong, "--", "/usr/bin/touch", marker});
+  EXPECT_NE(c.ExitCode(), 0);
+  EXPECT_NE(c.err.find("authentication failed"), std::string::npos) << c.err;
+  EXPECT_TRUE(vc.daemon(0).WaitFor("refused connection")) << vc.daemon(0).err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+}  // namespace
+}  // namespace svm::launch_test

@@ -1,0 +1,312 @@
+#include "tests/sim/sim_case.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string_view>
+
+#include "tests/sim/sim_generator.h"
+#include "tests/sim/sim_scenarios.h"
+#include "tests/sim/sim_world.h"
+
+namespace svm::sim {
+
+namespace {
+
+constexpr PlantedBug kBugs[] = {PlantedBug::kNone, PlantedBug::kSkipInvalidation,
+                                PlantedBug::kNoVersionWait, PlantedBug::kUnsafeFetch};
+
+const char* BugFlag(PlantedBug b) {
+  switch (b) {
+    case PlantedBug::kNone:
+      return "none";
+    case PlantedBug::kSkipInvalidation:
+      return "skip-invalidation";
+    case PlantedBug::kNoVersionWait:
+      return "no-version-wait";
+    case PlantedBug::kUnsafeFetch:
+      return "unsafe-fetch";
+  }
+  return "?";
+}
+
+const char* HomeFlag(HomePolicy p) {
+  switch (p) {
+    case HomePolicy::kCyclic:
+      return "cyclic";
+    case HomePolicy::kBlock:
+      return "block";
+    case HomePolicy::kFirstTouch:
+      return "first-touch";
+  }
+  return "?";
+}
+
+std::optional<HomePolicy> ParseHome(std::string_view s) {
+  for (HomePolicy p : {HomePolicy::kCyclic, HomePolicy::kBlock, HomePolicy::kFirstTouch}) {
+    if (s == HomeFlag(p)) return p;
+  }
+  return ParseHomePolicy(s);
+}
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  std::string str(s);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(str.c_str(), &end, 0);
+  if (errno != 0 || end != str.c_str() + str.size() || str[0] == '-') return false;
+  *out = v;
+  return true;
+}
+
+bool ParseU32(std::string_view s, uint32_t* out) {
+  uint64_t v;
+  if (!ParseU64(s, &v) || v > UINT32_MAX) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// Sets one parameter by name (flag name without dashes).
+Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
+  auto bad = [&] {
+    return Status::InvalidArgument("bad value '" + std::string(value) + "' for " +
+                                   std::string(name));
+  };
+  if (name == "nodes") return ParseU32(value, &c->nodes) ? Status::Ok() : bad();
+  if (name == "threads") return ParseU32(value, &c->threads) ? Status::Ok() : bad();
+  if (name == "pages") return ParseU64(value, &c->pages) ? Status::Ok() : bad();
+  if (name == "page-size") return ParseU64(value, &c->page_size) ? Status::Ok() : bad();
+  if (name == "seed") return ParseU64(value, &c->seed) ? Status::Ok() : bad();
+  if (name == "schedule-seed") return ParseU64(value, &c->schedule_seed) ? Status::Ok() : bad();
+  if (name == "cyclic-block") return ParseU32(value, &c->cyclic_block) ? Status::Ok() : bad();
+  if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
+  if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
+  if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
+  if (name == "scenario") {
+    c->scenario = std::string(value);
+    return Status::Ok();
+  }
+  if (name == "home") {
+    const auto p = ParseHome(value);
+    if (!p) return bad();
+    c->home_policy = *p;
+    return Status::Ok();
+  }
+  if (name == "bug") {
+    const auto b = ParsePlantedBug(value);
+    if (!b) return bad();
+    c->planted_bug = *b;
+    return Status::Ok();
+  }
+  if (name == "delay") {  // FROM:TO
+    const size_t colon = value.find(':');
+    Pair p;
+    if (colon == std::string_view::npos || !ParseU32(value.substr(0, colon), &p.from) ||
+        !ParseU32(value.substr(colon + 1), &p.to)) {
+      return bad();
+    }
+    c->delayed.push_back(p);
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("unknown parameter " + std::string(name));
+}
+
+}  // namespace
+
+std::optional<PlantedBug> ParsePlantedBug(std::string_view s) {
+  for (PlantedBug b : kBugs) {
+    if (s == BugFlag(b) || s == ToString(b)) return b;
+  }
+  return std::nullopt;
+}
+
+const char* ToString(Failure f) {
+  switch (f) {
+    case Failure::kNone:
+      return "ok";
+    case Failure::kReadMismatch:
+      return "read mismatch";
+    case Failure::kFinalState:
+      return "final state mismatch";
+    case Failure::kProtocolError:
+      return "protocol error";
+    case Failure::kContract:
+      return "contract violation";
+    case Failure::kMutualExclusion:
+      return "mutual exclusion violated";
+    case Failure::kBarrier:
+      return "barrier violated";
+    case Failure::kDeadlock:
+      return "deadlock";
+    case Failure::kStepLimit:
+      return "step limit (livelock?)";
+    case Failure::kRace:
+      return "racy program (test bug)";
+    case Failure::kBadProgram:
+      return "bad program (test bug)";
+  }
+  return "?";
+}
+
+std::string ToFlags(const CaseConfig& c) {
+  const CaseConfig d;
+  std::string s;
+  if (!c.scenario.empty()) {  // the scenario fixes the shape
+    s = "--scenario " + c.scenario + " --variant " + std::to_string(c.variant) + " --home " +
+        HomeFlag(c.home_policy) + " --seed " + std::to_string(c.seed);
+    if (c.schedule_seed != d.schedule_seed)
+      s += " --schedule-seed " + std::to_string(c.schedule_seed);
+    if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
+    if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
+    return "sim_replay " + s;
+  }
+  s = "--nodes " + std::to_string(c.nodes) + " --threads " + std::to_string(c.threads) +
+      " --pages " + std::to_string(c.pages) + " --home " + HomeFlag(c.home_policy) + " --seed " +
+      std::to_string(c.seed);
+  if (c.schedule_seed != d.schedule_seed)
+    s += " --schedule-seed " + std::to_string(c.schedule_seed);
+  if (c.page_size != d.page_size) s += " --page-size " + std::to_string(c.page_size);
+  if (c.cyclic_block != d.cyclic_block) s += " --cyclic-block " + std::to_string(c.cyclic_block);
+  if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
+  if (c.ops != d.ops) s += " --ops " + std::to_string(c.ops);
+  if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
+  for (const Pair& p : c.delayed) {
+    s += " --delay " + std::to_string(p.from) + ":" + std::to_string(p.to);
+  }
+  return "sim_replay " + s;
+}
+
+std::string ToEnv(const CaseConfig& c) {
+  std::string s =
+      "SVM_SIM_NODES=" + std::to_string(c.nodes) + " SVM_SIM_THREADS=" + std::to_string(c.threads) +
+      " SVM_SIM_PAGES=" + std::to_string(c.pages) + " SVM_SIM_HOME=" + HomeFlag(c.home_policy) +
+      " SVM_SIM_SEED=" + std::to_string(c.seed);
+  if (c.schedule_seed) s += " SVM_SIM_SCHEDULE_SEED=" + std::to_string(c.schedule_seed);
+  if (c.planted_bug != PlantedBug::kNone)
+    s += std::string(" SVM_SIM_BUG=") + BugFlag(c.planted_bug);
+  if (c.ops) s += " SVM_SIM_OPS=" + std::to_string(c.ops);
+  if (!c.scenario.empty()) {
+    s += " SVM_SIM_SCENARIO=" + c.scenario + " SVM_SIM_VARIANT=" + std::to_string(c.variant);
+  }
+  return s;
+}
+
+Status ParseFlags(const std::vector<std::string>& args, CaseConfig* c) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a.substr(0, 2) != "--") return Status::InvalidArgument("expected a flag: " + args[i]);
+    a.remove_prefix(2);
+    std::string_view value;
+    const size_t eq = a.find('=');
+    if (eq != std::string_view::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    } else {
+      if (i + 1 >= args.size()) return Status::InvalidArgument("missing value for " + args[i]);
+      value = args[++i];
+    }
+    Status s = SetParam(a, value, c);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+bool ConfigFromEnv(CaseConfig* c, Status* error) {
+  *error = Status::Ok();
+  if (std::getenv("SVM_SIM_SEED") == nullptr) return false;
+  static const char* const kNames[][2] = {{"SVM_SIM_NODES", "nodes"},
+                                          {"SVM_SIM_THREADS", "threads"},
+                                          {"SVM_SIM_PAGES", "pages"},
+                                          {"SVM_SIM_PAGE_SIZE", "page-size"},
+                                          {"SVM_SIM_SEED", "seed"},
+                                          {"SVM_SIM_SCHEDULE_SEED", "schedule-seed"},
+                                          {"SVM_SIM_HOME", "home"},
+                                          {"SVM_SIM_BUG", "bug"},
+                                          {"SVM_SIM_OPS", "ops"},
+                                          {"SVM_SIM_MAX_STEPS", "max-steps"},
+                                          {"SVM_SIM_CYCLIC_BLOCK", "cyclic-block"},
+                                          {"SVM_SIM_SCENARIO", "scenario"},
+                                          {"SVM_SIM_VARIANT", "variant"}};
+  for (const auto& [env, name] : kNames) {
+    const char* v = std::getenv(env);
+    if (v == nullptr) continue;
+    Status s = SetParam(name, v, c);
+    if (!s.ok()) {
+      *error = s;
+      return true;
+    }
+  }
+  return true;
+}
+
+CaseResult RunCase(const CaseConfig& config) {
+  if (!config.scenario.empty()) {
+    CaseConfig c = config;
+    Scenario s;
+    const Status st = MakeScenario(&c, &s);
+    if (!st.ok()) {
+      CaseResult r;
+      r.failure = Failure::kBadProgram;
+      r.message = "[" + ToFlags(c) + "] " + st.ToString();
+      return r;
+    }
+    return RunProgram(c, s.program);
+  }
+  const CaseConfig& c = config;
+  GenOptions o;
+  o.nodes = c.nodes;
+  o.threads = c.threads;
+  o.pages = c.pages;
+  o.page_size = c.page_size;
+  o.ops = c.ops;
+  const Program program = Generate(o, c.seed);
+  return RunProgram(c, program);
+}
+
+CaseResult RunProgram(const CaseConfig& c, const Program& program) {
+  Status s = program.Validate();
+  if (s.ok() && (program.nodes != c.nodes || program.threads != c.threads ||
+                 program.pages != c.pages || program.page_size != c.page_size)) {
+    s = Status::InvalidArgument("program geometry differs from the case");
+  }
+  if (!s.ok()) {
+    CaseResult r;
+    r.failure = Failure::kBadProgram;
+    r.message = "[" + ToFlags(c) + "] " + ToString(r.failure) + ": " + s.ToString();
+    return r;
+  }
+  World world(c, program);
+  return world.Run();
+}
+
+void AddStats(NodeStats* a, const NodeStats& b) {
+  static_assert(sizeof(NodeStats) == (16 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+                "NodeStats changed: update AddStats");
+  a->read_faults += b.read_faults;
+  a->write_faults += b.write_faults;
+  a->fetches += b.fetches;
+  a->fetch_retries += b.fetch_retries;
+  a->safe_fetches += b.safe_fetches;
+  a->twins += b.twins;
+  a->diffs += b.diffs;
+  a->diff_bytes += b.diff_bytes;
+  a->diff_runs += b.diff_runs;
+  a->diffs_applied += b.diffs_applied;
+  a->intervals += b.intervals;
+  a->invalidations += b.invalidations;
+  a->local_acquires += b.local_acquires;
+  a->remote_acquires += b.remote_acquires;
+  a->barriers += b.barriers;
+  a->protections += b.protections;
+  for (size_t i = 0; i < a->messages_sent.size(); ++i) a->messages_sent[i] += b.messages_sent[i];
+  for (size_t i = 0; i < a->bytes_sent.size(); ++i) a->bytes_sent[i] += b.bytes_sent[i];
+  for (size_t i = 0; i < a->handler.size(); ++i) a->handler[i] += b.handler[i];
+}
+
+uint64_t TotalMessages(const NodeStats& s) {
+  uint64_t n = 0;
+  for (uint64_t m : s.messages_sent) n += m;
+  return n;
+}
+
+}  // namespace svm::sim

@@ -1,0 +1,412 @@
+#include "tests/sim/sim_scenarios.h"
+
+#include <functional>
+#include <map>
+
+#include "protocol/geometry.h"
+
+namespace svm::sim {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+NodeId CyclicHome(uint32_t nodes, uint64_t pages, PageId p) {
+  Geometry g;
+  g.pages = pages;
+  g.nodes = nodes;
+  return HomeMap(g, HomePolicy::kCyclic).StaticHome(p);
+}
+
+// The first page whose cyclic home is `home`.
+PageId PageHomedAt(uint32_t nodes, uint64_t pages, NodeId home) {
+  for (PageId p = 0; p < pages; ++p) {
+    if (CyclicHome(nodes, pages, p) == home) return p;
+  }
+  return 0;
+}
+
+void Shape(CaseConfig* c, uint32_t nodes, uint32_t threads, uint64_t pages) {
+  c->nodes = nodes;
+  c->threads = threads;
+  c->pages = pages;
+  c->page_size = kPage;
+}
+
+// Byte b of a 72-byte stretch (across a 64-byte line) belongs to thread
+// (b + phase) % 8 in each phase; every thread reads every byte after each
+// barrier. Word-granular diffs or a lost concurrent write would show.
+void ByteInterleaved(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 4, T = 2, G = N * T;
+  Shape(c, N, T, 2);
+  ProgramBuilder b(N, T, 2);
+  std::vector<uint32_t> bytes;
+  for (uint64_t i = 0; i < 72; ++i) bytes.push_back(b.AddVar(kPage + 24 + i, 1));
+  for (uint32_t phase = 0; phase < 3; ++phase) {
+    for (uint32_t g = 0; g < G; ++g) {
+      for (int pass = 0; pass < 2; ++pass) {
+        for (uint32_t i = 0; i < bytes.size(); ++i) {
+          if ((i + phase) % G == g) b.Write(g, bytes[i]);
+        }
+      }
+      for (uint32_t i = 0; i < bytes.size(); ++i) {
+        if ((i + phase) % G == g) b.Read(g, bytes[i]);
+      }
+    }
+    b.BarrierAll(1);
+    for (uint32_t g = 0; g < G; ++g) {
+      for (uint32_t v : bytes) b.Read(g, v);
+    }
+    b.BarrierAll(1);
+  }
+  b.FinalCheck(2);
+  s->program = b.Take();
+}
+
+// Round r: node n's thread r % T waits for its turn, increments the counter,
+// reads the previous holder's marker and writes its own.
+void LockChain(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 8, T = 2, R = 3;
+  const LockId L = 0x5000;
+  Shape(c, N, T, 2);
+  ProgramBuilder b(N, T, 2);
+  const uint32_t counter = b.AddVar(100, 4, VarClass::kCounter, L);
+  std::vector<uint32_t> marker;
+  for (NodeId n = 0; n < N; ++n) {
+    marker.push_back(b.AddVar(kPage + 200 + n, 1, VarClass::kLocked, L));
+  }
+  for (uint32_t r = 0; r < R; ++r) {
+    for (NodeId n = 0; n < N; ++n) {
+      const uint32_t g = b.G(n, r % T);
+      const uint64_t turn = r * N + n;
+      if (turn > 0) b.Await(g, turn);
+      b.Acquire(g, L);
+      b.Add(g, counter, 1);
+      if (turn > 0) b.Read(g, marker[(n + N - 1) % N]);
+      b.Write(g, marker[n]);
+      b.Release(g, L);
+      b.Signal(g, turn + 1);
+    }
+  }
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+  s->count = R;
+}
+
+void ContendedLock(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 6, T = 3, K = 4;
+  const LockId L = 0x7008;
+  Shape(c, N, T, 1);
+  ProgramBuilder b(N, T, 1);
+  const uint32_t counter = b.AddVar(4000, 8, VarClass::kCounter, L);
+  const uint32_t last = b.AddVar(4008, 2, VarClass::kLocked, L);
+  for (uint32_t g = 0; g < N * T; ++g) {
+    for (uint32_t k = 0; k < K; ++k) {
+      b.Acquire(g, L);
+      b.Add(g, counter, 1);
+      b.Read(g, last);
+      b.Write(g, last);
+      b.Release(g, L);
+    }
+  }
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+  s->count = K;
+}
+
+// Nodes 2k and 2k+1 pass a lock of their own back and forth: each remote
+// grant closes an interval, and every interval wrote every page. The pairs
+// learn nothing of each other until the barrier, whose releases then carry
+// the write notices of the other pairs' many intervals.
+void ManyNotices(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 8, T = 2, P = 8, G = N * T, R = 4;
+  Shape(c, N, T, P);
+  c->record_deliveries = true;
+  ProgramBuilder b(N, T, P);
+  std::vector<std::vector<uint32_t>> mine(G);
+  for (uint32_t g = 0; g < G; ++g) {
+    for (uint64_t p = 0; p < P; ++p) mine[g].push_back(b.AddVar(p * kPage + 512 + g, 1));
+  }
+  std::vector<uint32_t> pair_token;
+  for (NodeId k = 0; k < N / 2; ++k) {
+    pair_token.push_back(b.AddVar(3 * kPage + 8 * (k + 1), 8, VarClass::kCounter, 0x9000 + 8 * k));
+  }
+  for (uint32_t phase = 0; phase < 3; ++phase) {
+    for (uint32_t g = 0; g < G; ++g) {
+      const uint32_t pair = (g / T) / 2;
+      const LockId L = 0x9000 + 8 * pair;
+      for (uint32_t round = 0; round < R; ++round) {
+        for (uint32_t v : mine[g]) b.Write(g, v);
+        b.Acquire(g, L);
+        b.Add(g, pair_token[pair], 1);
+        b.Release(g, L);
+      }
+    }
+    b.BarrierAll(7);
+    for (uint32_t g = 0; g < G; ++g) {
+      for (uint32_t v : mine[(g + 2 * T * (phase + 1)) % G]) b.Read(g, v);
+    }
+    b.BarrierAll(7);
+  }
+  b.FinalCheck(7);
+  s->program = b.Take();
+  s->count = R;
+}
+
+// Thread 0 of each node meets the others at a barrier of N threads (one per
+// node, not global) to exchange owned bytes; thread 1 uses a lock meanwhile.
+void SubsetBarrier(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, T = 2;
+  const LockId L = 0x3000;
+  Shape(c, N, T, 2);
+  ProgramBuilder b(N, T, 2);
+  std::vector<uint32_t> owned;
+  for (NodeId n = 0; n < N; ++n) owned.push_back(b.AddVar(kPage + 40 + n, 1));
+  const uint32_t shared = b.AddVar(kPage + 48, 4, VarClass::kCounter, L);
+  for (uint32_t phase = 0; phase < 3; ++phase) {
+    for (NodeId n = 0; n < N; ++n) {
+      const uint32_t g0 = b.G(n, 0);
+      b.Write(g0, owned[n]);
+      b.BarrierOf(g0, 40, N, 1, false);
+      for (NodeId m = 0; m < N; ++m) b.Read(g0, owned[m]);
+      b.BarrierOf(g0, 40, N, 1, false);
+      const uint32_t g1 = b.G(n, 1);
+      b.Acquire(g1, L);
+      b.Add(g1, shared, 1);
+      b.Release(g1, L);
+    }
+  }
+  b.FinalCheck(41);
+  s->program = b.Take();
+}
+
+// writer: lock, write X (homed elsewhere), unlock. reader: lock (the grant
+// names the writer's interval), read X: a fetch that must wait at the home
+// for the writer's diff, which the delayed pair holds back.
+void FetchBeforeDiff(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, P = 2;
+  Shape(c, N, 1, P);
+  s->page = 1;
+  s->home = CyclicHome(N, P, s->page);
+  s->writer = (s->home + 1) % N;
+  s->reader = (s->home + 2) % N;
+  c->home_policy = HomePolicy::kCyclic;
+  c->delayed = {{s->writer, s->home}};
+  c->record_deliveries = true;
+  const LockId L = 0x2040;
+  ProgramBuilder b(N, 1, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 100, 8, VarClass::kLocked, L);
+  b.Acquire(s->writer, L);
+  b.Write(s->writer, x);
+  b.Release(s->writer, L);
+  b.Signal(s->writer, 1);
+  b.Await(s->reader, 1);
+  b.Acquire(s->reader, L);
+  b.Read(s->reader, x);
+  b.Release(s->reader, L);
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+}
+
+// n1.t0 writes X inside its critical section on A; n0 wrote Y (the other
+// bytes of the same word) under B; n1.t1 acquires B (the notice outdates the
+// dirty page) and reads Y (a fetch into the dirty page); n1.t0 then reads X.
+void SafeFetch(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, T = 2, P = 3;
+  Shape(c, N, T, P);
+  c->home_policy = HomePolicy::kCyclic;
+  s->page = PageHomedAt(N, P, 2);
+  const LockId A = 0xa000, B = 0xb000;
+  ProgramBuilder b(N, T, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 64, 3, VarClass::kLocked, A);
+  const uint32_t y = b.AddVar(s->page * kPage + 67, 5, VarClass::kLocked, B);
+  const uint32_t n0 = b.G(0, 0), n1t0 = b.G(1, 0), n1t1 = b.G(1, 1);
+  b.Acquire(n0, B);
+  b.Write(n0, y);
+  b.Release(n0, B);
+  b.Signal(n0, 1);
+  b.Acquire(n1t0, A);
+  b.Write(n1t0, x);
+  b.Signal(n1t0, 2);
+  b.Await(n1t0, 3);
+  b.Read(n1t0, x);
+  b.Write(n1t0, x);
+  b.Release(n1t0, A);
+  b.Await(n1t1, 1);
+  b.Await(n1t1, 2);
+  b.Acquire(n1t1, B);
+  b.Read(n1t1, y);
+  b.Release(n1t1, B);
+  b.Signal(n1t1, 3);
+  b.FinalCheck(1);
+  s->program = b.Take();
+}
+
+// Node 1 holds C's token; n1.t0 enters its critical section on A and writes
+// X on page P; n0 then takes C from node 1 (the grant closes node 1's
+// interval and diffs P) while n1.t0 is still inside; n1.t0 writes X2 and X
+// again afterwards. Both the diffed and the later writes must reach everyone.
+void DiffDuringCriticalSection(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, T = 2, P = 3;
+  Shape(c, N, T, P);
+  c->home_policy = HomePolicy::kCyclic;
+  s->page = PageHomedAt(N, P, 2);
+  const LockId A = 0xa100, C = 0xc100;
+  ProgramBuilder b(N, T, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 8, 4, VarClass::kLocked, A);
+  const uint32_t x2 = b.AddVar(s->page * kPage + 12, 4, VarClass::kLocked, A);
+  const uint32_t z = b.AddVar(s->page * kPage + 16, 2, VarClass::kLocked, C);
+  const uint32_t writer = b.G(1, 0), other = b.G(1, 1), remote = b.G(0, 0);
+  b.Acquire(other, C);
+  b.Write(other, z);
+  b.Release(other, C);
+  b.Signal(other, 1);
+  b.Await(writer, 1);
+  b.Acquire(writer, A);
+  b.Write(writer, x);
+  b.Signal(writer, 2);
+  b.Await(writer, 3);
+  b.Write(writer, x2);
+  b.Write(writer, x);
+  b.Release(writer, A);
+  b.Await(remote, 2);
+  b.Acquire(remote, C);
+  b.Read(remote, z);
+  b.Write(remote, z);
+  b.Release(remote, C);
+  b.Signal(remote, 3);
+  b.FinalCheck(1);
+  s->program = b.Take();
+}
+
+// n0.t0 takes the lock first (fetching its token if the home is node 1);
+// n0.t1 then takes it from n0.t0 between probes 1 and 2 while the rest of
+// the job waits.
+void LocalHandoff(CaseConfig* c, Scenario* s) {
+  static constexpr LockId kLocks[] = {0x100, 0x108, 0x110, 0x118, 0x120, 0x128};
+  Shape(c, 2, 2, 2);
+  const LockId L = kLocks[c->variant % 6];
+  ProgramBuilder b(2, 2, 2);
+  const uint32_t v = b.AddVar(kPage + 300, 8, VarClass::kLocked, L);
+  const uint32_t a = b.G(0, 0), t1 = b.G(0, 1);
+  b.Acquire(a, L);
+  b.Write(a, v);
+  b.Release(a, L);
+  b.Signal(a, 1);
+  b.Await(t1, 1);
+  b.Probe(t1, 1);
+  b.Acquire(t1, L);
+  b.Read(t1, v);
+  b.Write(t1, v);
+  b.Release(t1, L);
+  b.Probe(t1, 2);
+  b.Signal(t1, 2);
+  b.Await(b.G(1, 0), 2);
+  b.Await(b.G(1, 1), 2);
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+}
+
+// n0.t0 and n0.t1 take the lock K times each; after n0.t0's sixth turn,
+// n1.t0 asks for it once.
+void NoStarvation(CaseConfig* c, Scenario* s) {
+  const uint32_t T = 3, K = 150;
+  const LockId L = 0x4400;
+  Shape(c, 2, T, 1);
+  c->record_deliveries = true;
+  ProgramBuilder b(2, T, 1);
+  const uint32_t counter = b.AddVar(64, 8, VarClass::kCounter, L);
+  for (ThreadId t = 0; t < 2; ++t) {
+    const uint32_t g = b.G(0, t);
+    for (uint32_t k = 0; k < K; ++k) {
+      b.Acquire(g, L);
+      b.Add(g, counter, 1);
+      b.Release(g, L);
+      if (t == 0 && k == 5) b.Signal(g, 1);
+    }
+  }
+  s->thread = b.G(1, 0);
+  b.Await(s->thread, 1);
+  b.Acquire(s->thread, L);
+  b.Add(s->thread, counter, 1000);
+  b.Release(s->thread, L);
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+  s->count = K;
+}
+
+// reader takes a READ copy of X under L; writer changes X under L; reader
+// takes L again and reads X: the grant's notice must have invalidated it.
+void StaleReadCopy(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, P = 2;
+  Shape(c, N, 1, P);
+  c->home_policy = HomePolicy::kCyclic;
+  s->page = 1;
+  s->home = CyclicHome(N, P, s->page);
+  s->writer = (s->home + 1) % N;
+  s->reader = (s->home + 2) % N;
+  const LockId L = 0x6100;
+  ProgramBuilder b(N, 1, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 1000, 6, VarClass::kLocked, L);
+  b.Acquire(s->reader, L);
+  b.Read(s->reader, x);
+  b.Release(s->reader, L);
+  b.Signal(s->reader, 1);
+  b.Await(s->writer, 1);
+  b.Acquire(s->writer, L);
+  b.Write(s->writer, x);
+  b.Release(s->writer, L);
+  b.Signal(s->writer, 2);
+  b.Await(s->reader, 2);
+  b.Acquire(s->reader, L);
+  b.Read(s->reader, x);
+  b.Release(s->reader, L);
+  b.FinalCheck(1);
+  s->program = b.Take();
+}
+
+using Builder = void (*)(CaseConfig*, Scenario*);
+
+const std::map<std::string, Builder>& Builders() {
+  static const std::map<std::string, Builder> builders = {
+      {"byte-interleaved", ByteInterleaved},
+      {"lock-chain", LockChain},
+      {"contended-lock", ContendedLock},
+      {"many-notices", ManyNotices},
+      {"subset-barrier", SubsetBarrier},
+      {"fetch-before-diff", FetchBeforeDiff},
+      {"safe-fetch", SafeFetch},
+      {"diff-during-cs", DiffDuringCriticalSection},
+      {"local-handoff", LocalHandoff},
+      {"no-starvation", NoStarvation},
+      {"stale-read-copy", StaleReadCopy},
+  };
+  return builders;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ScenarioNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, builder] : Builders()) v.push_back(name);
+    return v;
+  }();
+  return names;
+}
+
+Status MakeScenario(CaseConfig* c, Scenario* out) {
+  const auto it = Builders().find(c->scenario);
+  if (it == Builders().end()) return Status::InvalidArgument("unknown scenario " + c->scenario);
+  *out = Scenario{};
+  c->delayed.clear();
+  it->second(c, out);
+  return Status::Ok();
+}
+
+}  // namespace svm::sim

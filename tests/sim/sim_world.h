@@ -1,0 +1,108 @@
+// World: N protocol Nodes, their SimHosts, the SimNetwork and the simulated
+// application threads, driven by one seeded scheduler.
+//
+// At each step the Scheduler (sim_scheduler.h) picks a runnable thread or a
+// network pair to deliver from. A thread step performs (part of) its next
+// operation:
+//  * a data access touches one page at a time (an access that spans two pages
+//    is two pieces); if the page's protection does not allow it, the thread
+//    calls Node::Fault, and on kDone retries at a later step (it may fault
+//    again); on kBlocked it waits for Host::Wake, then calls Fault again;
+//  * Acquire and Barrier follow the same contract: called again with the same
+//    arguments after each Wake until kDone;
+//  * every performed read is compared with the shadow memory, every
+//    synchronisation is checked by the OrderChecker.
+// Nothing is left to unordered containers or addresses: same config, same
+// program -> same run.
+//
+// Not thread-safe; one World runs one case.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "protocol/node.h"
+#include "tests/sim/sim_case.h"
+#include "tests/sim/sim_host.h"
+#include "tests/sim/sim_network.h"
+#include "tests/sim/sim_order.h"
+#include "tests/sim/sim_program.h"
+#include "tests/sim/sim_scheduler.h"
+#include "tests/sim/sim_shadow.h"
+#include "tests/sim/sim_trace.h"
+
+namespace svm::sim {
+
+class World final : public WakeListener {
+ public:
+  // REQUIRES: program.Validate().ok(), its geometry matches config.
+  World(const CaseConfig& config, const Program& program);
+  ~World() override;
+
+  // Runs until every thread finished and the network is empty, or a failure.
+  CaseResult Run();
+
+  void OnWake(NodeId node, ThreadId t) override;
+
+ private:
+  enum class State : uint8_t { kRunnable, kBlocked, kAwaiting, kDone };
+  struct Thread {
+    uint32_t g = 0;
+    NodeId node = 0;
+    ThreadId t = 0;
+    size_t pc = 0;
+    State state = State::kRunnable;
+    bool wake_pending = false;  // woken while not blocked (e.g. during its own call)
+    bool called = false;        // current Acquire/Barrier already called once
+    uint32_t piece = 0;         // data op: pieces done (Add: reads, then writes)
+    uint64_t value = 0;         // kAdd: value read so far
+    uint64_t requested_step = 0;
+  };
+  struct Piece {
+    uint64_t addr;
+    uint32_t len;
+  };
+
+  void StepThread(Thread& th);
+  void StepData(Thread& th, const Op& op);
+  void StepAcquire(Thread& th, const Op& op);
+  void StepBarrier(Thread& th, const Op& op);
+  void Deliver(Pair p);
+  void Advance(Thread& th);
+  void Block(Thread& th);
+  void SetRunnable(Thread& th);
+  void ClearRunnable(Thread& th);
+  bool CheckContract();
+  void FinalChecks();
+  void Fail(Failure f, const std::string& what);
+  std::string ThreadName(uint32_t g) const;
+  std::string Where(const Thread& th) const;
+  std::string ThreadStates() const;
+  uint32_t Pieces(const Op& op, Piece out[2]) const;
+  void Record(Ev ev, uint32_t a, uint32_t b, uint64_t x, uint64_t y, uint8_t z = 0);
+
+  CaseConfig config_;
+  const Program& program_;
+  Scheduler scheduler_;
+  uint64_t max_steps_;
+  SimNetwork network_;
+  std::vector<std::unique_ptr<SimHost>> hosts_;
+  std::vector<std::unique_ptr<Node>> nodes_;  // after hosts_: destroyed first
+  ShadowMemory shadow_;
+  OrderChecker order_;
+  TraceRing trace_;
+  std::vector<Thread> threads_;
+  std::set<uint64_t> flags_;
+  std::map<uint64_t, std::vector<uint32_t>> flag_waiters_;
+  uint32_t calling_ = UINT32_MAX;  // thread inside a Node call, if any
+  size_t done_ = 0;
+  uint64_t step_ = 0;
+  CaseResult result_;
+  bool failed_ = false;
+};
+
+}  // namespace svm::sim
