@@ -148,3 +148,56 @@ void Runtime::Protect(PageId p, Prot prot) {
 }
 
 }  // namespace svm::rt
+
+namespace svm::rt {
+
+void Runtime::Acquire(LockId l) {
+  RuntimeScope scope;
+  std::unique_lock<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  RunToCompletion(lock, t, [&] { return node_->Acquire(t, l); });
+  ReapSends();
+}
+
+bool Runtime::Release(LockId l) {
+  RuntimeScope scope;
+  std::lock_guard<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  if (!node_->Holds(t, l)) return false;
+  node_->Release(t, l);
+  ReapSends();
+  return true;
+}
+
+bool Runtime::HeldOnThisNode(LockId l) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_->HeldLocally(l);
+}
+
+// Each thread reports on its own (local = 1): the runtime does not know how
+// many of a barrier's threads live on this node. The master merges a node's
+// reports, so a release still goes once to each node.
+bool Runtime::Barrier(BarrierId b, uint32_t count) {
+  RuntimeScope scope;
+  std::unique_lock<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  bool serial = false;
+  RunToCompletion(lock, t, [&] { return node_->Barrier(t, b, count, 1, false, &serial); });
+  ReapSends();
+  return serial;
+}
+
+void Runtime::WaitSyncEvent(uint32_t generation, int64_t timeout_ns) {
+  if (sync_event_.load(std::memory_order_acquire) != generation) return;
+  timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sync_event_), FUTEX_WAIT_PRIVATE, generation,
+          &ts, nullptr, 0);
+}
+
+void Runtime::NotifySyncEvent() {
+  sync_event_.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sync_event_), FUTEX_WAKE_PRIVATE, INT32_MAX,
+          nullptr, nullptr, 0);
+}
+
+}  // namespace svm::rt

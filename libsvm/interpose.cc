@@ -46,3 +46,52 @@ int svm_node_id(void) { return NodeIdOfCaller(); }
 int svm_nodes(void) { return NodeCount(); }
 
 }  // extern "C"
+
+// Synchronisation: the runtime's for program threads, glibc's otherwise
+// (the runtime's own threads and locks).
+#include <semaphore.h>
+
+#include "libsvm/sync.h"
+
+#define SVM_SYNC(ret, name, params, args, ours)                 \
+  extern "C" ret name params {                                  \
+    if (Managed()) return ours args;                            \
+    static auto real = reinterpret_cast<decltype(&::name)>(dlsym(RTLD_NEXT, #name)); \
+    return real args;                                           \
+  }
+
+SVM_SYNC(int, pthread_mutex_init, (pthread_mutex_t* m, const pthread_mutexattr_t* a), (m, a), MutexInit)
+SVM_SYNC(int, pthread_mutex_lock, (pthread_mutex_t* m), (m), MutexLock)
+SVM_SYNC(int, pthread_mutex_trylock, (pthread_mutex_t* m), (m), MutexTryLock)
+SVM_SYNC(int, pthread_mutex_timedlock, (pthread_mutex_t* m, const struct timespec* t), (m, t), MutexTimedLock)
+SVM_SYNC(int, pthread_mutex_unlock, (pthread_mutex_t* m), (m), MutexUnlock)
+SVM_SYNC(int, pthread_mutex_destroy, (pthread_mutex_t* m), (m), MutexDestroy)
+SVM_SYNC(int, pthread_cond_init, (pthread_cond_t* c, const pthread_condattr_t* a), (c, a), CondInit)
+SVM_SYNC(int, pthread_cond_wait, (pthread_cond_t* c, pthread_mutex_t* m), (c, m), CondWait)
+SVM_SYNC(int, pthread_cond_timedwait, (pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t), (c, m, t), CondTimedWait)
+SVM_SYNC(int, pthread_cond_signal, (pthread_cond_t* c), (c), CondSignal)
+SVM_SYNC(int, pthread_cond_broadcast, (pthread_cond_t* c), (c), CondBroadcast)
+SVM_SYNC(int, pthread_cond_destroy, (pthread_cond_t* c), (c), CondDestroy)
+SVM_SYNC(int, pthread_barrier_init, (pthread_barrier_t* b, const pthread_barrierattr_t* a, unsigned n), (b, a, n), BarrierInit)
+SVM_SYNC(int, pthread_barrier_wait, (pthread_barrier_t* b), (b), BarrierWait)
+SVM_SYNC(int, pthread_barrier_destroy, (pthread_barrier_t* b), (b), BarrierDestroy)
+SVM_SYNC(int, pthread_rwlock_init, (pthread_rwlock_t* l, const pthread_rwlockattr_t* a), (l, a), RwlockInit)
+SVM_SYNC(int, pthread_rwlock_rdlock, (pthread_rwlock_t* l), (l), RwlockLock)
+SVM_SYNC(int, pthread_rwlock_wrlock, (pthread_rwlock_t* l), (l), RwlockLock)
+SVM_SYNC(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t* l), (l), RwlockTryLock)
+SVM_SYNC(int, pthread_rwlock_trywrlock, (pthread_rwlock_t* l), (l), RwlockTryLock)
+SVM_SYNC(int, pthread_rwlock_unlock, (pthread_rwlock_t* l), (l), RwlockUnlock)
+SVM_SYNC(int, pthread_rwlock_destroy, (pthread_rwlock_t* l), (l), RwlockDestroy)
+SVM_SYNC(int, pthread_spin_init, (pthread_spinlock_t* l, int p), (l, p), SpinInit)
+SVM_SYNC(int, pthread_spin_lock, (pthread_spinlock_t* l), (l), SpinLock)
+SVM_SYNC(int, pthread_spin_trylock, (pthread_spinlock_t* l), (l), SpinTryLock)
+SVM_SYNC(int, pthread_spin_unlock, (pthread_spinlock_t* l), (l), SpinUnlock)
+SVM_SYNC(int, pthread_spin_destroy, (pthread_spinlock_t* l), (l), SpinDestroy)
+SVM_SYNC(int, sem_init, (sem_t* s, int p, unsigned v), (s, p, v), SemInit)
+SVM_SYNC(int, sem_wait, (sem_t* s), (s), SemWait)
+SVM_SYNC(int, sem_trywait, (sem_t* s), (s), SemTryWait)
+SVM_SYNC(int, sem_timedwait, (sem_t* s, const struct timespec* t), (s, t), SemTimedWait)
+SVM_SYNC(int, sem_post, (sem_t* s), (s), SemPost)
+SVM_SYNC(int, sem_getvalue, (sem_t* s, int* v), (s, v), SemGetValue)
+SVM_SYNC(int, sem_destroy, (sem_t* s), (s), SemDestroy)
+SVM_SYNC(int, pthread_once, (pthread_once_t* o, void (*f)()), (o, f), Once)

@@ -78,6 +78,22 @@ class Runtime final : public Host {
   // Gives the calling (main) thread handle number 0 of node 0.
   static void AdoptMainThread();
 
+  // Synchronisation (sync.cc builds the pthread objects on these). Lock ids
+  // are addresses, or pinned ids (types.h) for the runtime's own locks.
+  void Acquire(LockId l);
+  // False if the calling thread does not hold l.
+  bool Release(LockId l);
+  // Whether a thread of this node holds l.
+  bool HeldOnThisNode(LockId l);
+  // Waits at barrier b with `count` threads in all; true for the one serial
+  // thread of the episode.
+  bool Barrier(BarrierId b, uint32_t count);
+  // A node-wide event for pollers (condition variables, semaphores): wait
+  // until it fires after `generation` was read, or timeout_ns passes.
+  uint32_t SyncEventGeneration() const { return sync_event_.load(std::memory_order_acquire); }
+  void WaitSyncEvent(uint32_t generation, int64_t timeout_ns);
+  void NotifySyncEvent();
+
   // Frees a block of another node's heap slice (Heap's remote_free hook).
   void RemoteFree(uint32_t owner, void* p);
 
@@ -132,7 +148,8 @@ class Runtime final : public Host {
   void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t);
 
   // Threads (threads.cc).
-  int StartLocal(uint64_t handle, void* (*start)(void*), void* arg, const pthread_attr_t* attr);
+  int StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
+                 const pthread_attr_t* attr);
   static void* Trampoline(void* record);
   void Finish(ThreadRecord* r, void* value);
   uint64_t NextThreadNumber();
@@ -150,6 +167,7 @@ class Runtime final : public Host {
   std::unique_ptr<Node> node_;
   std::thread handler_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint32_t> sync_event_{0};
   std::atomic<bool> exiting_{false};
 
   std::mutex mu_;

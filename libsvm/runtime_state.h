@@ -36,6 +36,7 @@ struct Runtime::Segment {
 // A program thread hosted by this node.
 struct Runtime::ThreadRecord {
   uint64_t handle = 0;
+  NodeId creator = 0;  // whose birth lock the thread takes first
   void* (*start)(void*) = nullptr;
   void* arg = nullptr;
   pthread_t thread{};

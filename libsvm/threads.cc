@@ -28,6 +28,17 @@ uint64_t MakeHandle(NodeId node, uint64_t number) {
   return kHandleTag | (uint64_t(node) << 32) | (number & 0xffffffffu);
 }
 
+// Creation and joining are release/acquire pairs. The creator holds the
+// thread's birth lock (pinned to the creator's node) until the thread
+// exists, and the thread takes it first; the thread holds its death lock
+// (pinned to its own node) for its whole life, and the joiner takes it
+// last. So the thread sees what its creator wrote, and the joiner what the
+// thread wrote, through the protocol's ordinary lock hand-offs.
+LockId BirthLock(NodeId creator, uint64_t handle) { return PinnedLock(creator, handle & 0xffffffffu); }
+LockId DeathLock(uint64_t handle) {
+  return PinnedLock(HandleNode(handle), (1ull << 40) | (handle & 0xffffffffu));
+}
+
 }  // namespace
 
 uint64_t Runtime::CurrentHandle() { return t_handle; }
@@ -59,28 +70,31 @@ int Runtime::CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*
   if (number == 0) return EAGAIN;
   const NodeId target = PlaceThread(number);
   const uint64_t h = MakeHandle(target, number);
+  Acquire(BirthLock(self(), h));
+  int err = 0;
   if (target == self()) {
-    int err = StartLocal(h, start, arg, attr);
-    if (err == 0) *handle = h;
-    return err;
+    err = StartLocal(h, self(), start, arg, attr);
+  } else {
+    std::unique_lock<std::mutex> lock(mu_);
+    const ThreadId t = SlotOfCaller();
+    spawns_[h] = Pending{false, 0, t};
+    SendMessage(target, SpawnRequest{h, reinterpret_cast<uint64_t>(start),
+                                     reinterpret_cast<uint64_t>(arg)});
+    RunToCompletion(lock, t, [&] { return spawns_[h].done ? Outcome::kDone : Outcome::kBlocked; });
+    err = int(spawns_[h].value);
+    spawns_.erase(h);
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  const ThreadId t = SlotOfCaller();
-  spawns_[h] = Pending{false, 0, t};
-  SendMessage(target, SpawnRequest{h, reinterpret_cast<uint64_t>(start),
-                                   reinterpret_cast<uint64_t>(arg)});
-  RunToCompletion(lock, t, [&] { return spawns_[h].done ? Outcome::kDone : Outcome::kBlocked; });
-  const int err = int(spawns_[h].value);
-  spawns_.erase(h);
+  Release(BirthLock(self(), h));
   if (err == 0) *handle = h;
   return err;
 }
 
-int Runtime::StartLocal(uint64_t handle, void* (*start)(void*), void* arg,
+int Runtime::StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
                         const pthread_attr_t* attr) {
   auto record = std::make_unique<ThreadRecord>();
   ThreadRecord* r = record.get();
   r->handle = handle;
+  r->creator = creator;
   r->start = start;
   r->arg = arg;
   {
@@ -100,6 +114,10 @@ void* Runtime::Trampoline(void* p) {
   t_app = true;
   t_handle = r->handle;
   t_exit_value = nullptr;
+  Runtime* rt = Runtime::Get();
+  rt->Acquire(BirthLock(r->creator, r->handle));
+  rt->Release(BirthLock(r->creator, r->handle));
+  rt->Acquire(DeathLock(r->handle));
   // Runs on return and when pthread_exit unwinds the thread.
   struct Finisher {
     ThreadRecord* r;
@@ -111,6 +129,7 @@ void* Runtime::Trampoline(void* p) {
 
 void Runtime::Finish(ThreadRecord* r, void* value) {
   RuntimeScope scope;
+  Release(DeathLock(r->handle));
   std::lock_guard<std::mutex> l(mu_);
   ReleaseSlotOfCaller();
   r->done = true;
@@ -152,7 +171,10 @@ int Runtime::JoinThread(uint64_t h, void** value) {
     RunToCompletion(lock, t, [&] { return joins_[h].done ? Outcome::kDone : Outcome::kBlocked; });
     result = joins_[h].value;
     joins_.erase(h);
+    lock.unlock();
   }
+  Acquire(DeathLock(h));
+  Release(DeathLock(h));
   if (value) *value = reinterpret_cast<void*>(result);
   return 0;
 }
@@ -181,7 +203,7 @@ int Runtime::DetachThread(uint64_t h) {
 void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
   if (auto* s = std::get_if<SpawnRequest>(&m)) {
     const int err = HandleNode(s->thread) == self()
-                        ? StartLocal(s->thread, reinterpret_cast<void* (*)(void*)>(s->start),
+                        ? StartLocal(s->thread, from, reinterpret_cast<void* (*)(void*)>(s->start),
                                      reinterpret_cast<void*>(s->arg), nullptr)
                         : EINVAL;
     std::lock_guard<std::mutex> l(mu_);

@@ -79,11 +79,14 @@ struct BarrierArrive {
 
 // Master -> node: everyone arrived. `time` merges all arrivals; `notices` are
 // those the node lacked. `collect` allows dropping notices up to `time`.
+// `serial`: one of this node's threads is the barrier's serial thread (one
+// node of each episode gets it).
 struct BarrierRelease {
   BarrierId barrier = 0;
   VectorTime time;
   bool collect = false;
   std::vector<WriteNotice> notices;
+  bool serial = false;
   friend bool operator==(const BarrierRelease&, const BarrierRelease&) = default;
 };
 

@@ -91,11 +91,21 @@ class Node {
   // REQUIRES: t holds l.
   void Release(ThreadId t, LockId l);
 
-  // Thread t reaches barrier b, which `total` threads of the job must reach,
-  // `local` of them on this node (all of them call with the same values).
-  // `global`: every thread of the job takes part, so notices every node has
-  // applied can be dropped afterwards.
-  Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global);
+  // Thread t reaches barrier b, which `total` threads of the job must reach.
+  // The node reports its threads to the master in batches of `local` (the
+  // node's participants, for one message per node; or 1, when the runtime
+  // cannot tell, for one message per thread). Every caller passes the same
+  // values. `global`: every thread of the job takes part, so notices every
+  // node has applied can be dropped afterwards.
+  // On kDone, *serial (if given) says whether t is the episode's one serial
+  // thread (PTHREAD_BARRIER_SERIAL_THREAD).
+  Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global,
+                  bool* serial = nullptr);
+
+  // Whether l's token is on this node and a local thread holds it.
+  bool HeldLocally(LockId l) const;
+  // Whether thread t holds l.
+  bool Holds(ThreadId t, LockId l) const;
 
   // A message from node `from`. An error means the message was malformed or
   // broke the protocol; the node's state is unchanged by such a message.

@@ -2,6 +2,7 @@
 // closes the node's interval and reports to the master (node 0) with the
 // notices the master may lack; the master merges and releases every node with
 // the notices it lacks. A barrier is an acquire for every thread in it.
+#include <algorithm>
 #include <cassert>
 
 #include "protocol/node.h"
@@ -13,7 +14,8 @@ namespace {
 constexpr NodeId kMaster = 0;
 }
 
-Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global) {
+Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global,
+                      bool* serial) {
   assert(t < config_.threads && local >= 1 && local <= total);
   auto& entry = barriers_[b];
   if (!entry) {
@@ -37,6 +39,10 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
   }
   if (bs.episode > *bs.waiting[t]) {
     bs.waiting[t].reset();
+    if (serial && bs.serial == t) {
+      *serial = true;
+      bs.serial.reset();
+    }
     return Outcome::kDone;
   }
   return Outcome::kBlocked;
@@ -57,7 +63,13 @@ Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
   AddNotices(m.notices);
   mb.arrivals += m.arrivals;
   mb.global = mb.global && m.global;
-  mb.nodes.push_back({from, std::move(m.known)});
+  // A node may report its threads in several arrivals; it gets one release.
+  auto same = std::find_if(mb.nodes.begin(), mb.nodes.end(),
+                           [&](const MasterBarrier::Arrival& a) { return a.node == from; });
+  if (same != mb.nodes.end())
+    same->known.Merge(m.known);
+  else
+    mb.nodes.push_back({from, std::move(m.known)});
   if (mb.arrivals < mb.total) return Status::Ok();
 
   std::unique_ptr<MasterBarrier> done = std::move(entry);
@@ -66,7 +78,7 @@ Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
   for (const auto& a : done->nodes) time.Merge(a.known);
   std::optional<BarrierRelease> own;
   for (const auto& a : done->nodes) {
-    BarrierRelease release{m.barrier, time, done->global, {}};
+    BarrierRelease release{m.barrier, time, done->global, {}, &a == &done->nodes.front()};
     log_.Missing(a.known, &release.notices);
     if (a.node == config_.self)
       own = std::move(release);
@@ -85,9 +97,14 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
   AddNotices(m.notices);
   BarrierState& bs = *it->second;
   const uint64_t episode = bs.episode++;
+  bool serial = m.serial;
   for (ThreadId t = 0; t < config_.threads; ++t) {
     if (bs.waiting[t] != episode) continue;
     ApplyView(t, m.time);
+    if (serial) {
+      bs.serial = t;
+      serial = false;
+    }
     host_->Wake(t);
   }
   if (m.collect) {

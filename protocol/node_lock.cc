@@ -12,6 +12,7 @@
 namespace svm {
 
 NodeId Node::LockHome(LockId l) const {
+  if (IsPinnedLock(l)) return PinnedLockHome(l) % nodes();
   // Lock ids are addresses: mix the bits so aligned neighbours spread out.
   uint64_t x = l;
   x ^= x >> 33;
@@ -50,6 +51,16 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
   lk.waiters.push_back({t, ++lock_seq_});
   if (!lk.have_token && !lk.requested) SendLockRequest(l, lk);
   return Outcome::kBlocked;
+}
+
+bool Node::HeldLocally(LockId l) const {
+  auto it = locks_.find(l);
+  return it != locks_.end() && it->second->held;
+}
+
+bool Node::Holds(ThreadId t, LockId l) const {
+  auto it = locks_.find(l);
+  return it != locks_.end() && it->second->held && it->second->holder == t;
 }
 
 void Node::Release(ThreadId t, LockId l) {

@@ -77,6 +77,7 @@ struct Node::BarrierState {
   uint32_t arrived = 0;     // local threads of the current episode
   uint64_t episode = 0;     // episodes released so far
   std::vector<std::optional<uint64_t>> waiting;  // per thread: episode awaited
+  std::optional<ThreadId> serial;  // the serial thread of the last episode
 };
 
 // A barrier episode being gathered at the master.

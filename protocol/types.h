@@ -17,6 +17,16 @@ using IntervalId = uint32_t;
 
 inline constexpr NodeId kNoNode = UINT32_MAX;
 
+// Lock ids with the top bit set name their home node (bits 48..62): the
+// runtime's own locks, which should live where their first user is. Program
+// locks are addresses, always below 2^47.
+inline constexpr LockId kPinnedLockBit = 1ull << 63;
+inline constexpr LockId PinnedLock(NodeId home, uint64_t key) {
+  return kPinnedLockBit | (LockId(home & 0x7fff) << 48) | (key & 0xffffffffffffull);
+}
+inline constexpr bool IsPinnedLock(LockId l) { return (l & kPinnedLockBit) != 0; }
+inline constexpr NodeId PinnedLockHome(LockId l) { return NodeId((l >> 48) & 0x7fff); }
+
 // What an access wants from a page.
 enum class Access : uint8_t { kRead, kWrite };
 

@@ -83,6 +83,7 @@ void PutBody(Writer& w, const BarrierRelease& m) {
   PutVector(w, m.time);
   PutBool(w, m.collect);
   PutNotices(w, m.notices);
+  PutBool(w, m.serial);
 }
 
 void PutBody(Writer& w, const HomeClaim& m) { w.PutU64(m.page); }
@@ -265,6 +266,7 @@ void ReadBody(BodyReader& r, BarrierRelease* m) {
   r.Vector(&m->time, "time");
   r.Bool(&m->collect, "collect");
   r.Notices(&m->notices, "notices");
+  r.Bool(&m->serial, "serial");
 }
 
 void ReadBody(BodyReader& r, HomeClaim* m) { r.U64(&m->page, "page"); }

@@ -111,6 +111,31 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
   return Status::InvalidArgument("unknown parameter " + std::string(name));
 }
 
+// The parameters a Node and the generator can work with.
+Status CheckConfig(const CaseConfig& c) {
+  Geometry g;
+  g.page_size = c.page_size;
+  g.pages = c.pages;
+  g.nodes = c.nodes;
+  if (Status s = g.Validate(); !s.ok()) return s;
+  if (c.threads == 0 || c.cyclic_block == 0) {
+    return Status::InvalidArgument("threads and cyclic_block must be >= 1");
+  }
+  for (const Pair& p : c.delayed) {
+    if (p.from >= c.nodes || p.to >= c.nodes || p.from == p.to) {
+      return Status::InvalidArgument("delayed pair names no link");
+    }
+  }
+  return Status::Ok();
+}
+
+CaseResult BadCase(const CaseConfig& c, const Status& s) {
+  CaseResult r;
+  r.failure = Failure::kBadProgram;
+  r.message = "[" + ToFlags(c) + "] " + ToString(r.failure) + ": " + s.ToString();
+  return r;
+}
+
 }  // namespace
 
 std::optional<PlantedBug> ParsePlantedBug(std::string_view s) {
@@ -244,15 +269,11 @@ CaseResult RunCase(const CaseConfig& config) {
     CaseConfig c = config;
     Scenario s;
     const Status st = MakeScenario(&c, &s);
-    if (!st.ok()) {
-      CaseResult r;
-      r.failure = Failure::kBadProgram;
-      r.message = "[" + ToFlags(c) + "] " + st.ToString();
-      return r;
-    }
+    if (!st.ok()) return BadCase(c, st);
     return RunProgram(c, s.program);
   }
   const CaseConfig& c = config;
+  if (Status st = CheckConfig(c); !st.ok()) return BadCase(c, st);
   GenOptions o;
   o.nodes = c.nodes;
   o.threads = c.threads;
@@ -264,17 +285,13 @@ CaseResult RunCase(const CaseConfig& config) {
 }
 
 CaseResult RunProgram(const CaseConfig& c, const Program& program) {
-  Status s = program.Validate();
+  Status s = CheckConfig(c);
+  if (s.ok()) s = program.Validate();
   if (s.ok() && (program.nodes != c.nodes || program.threads != c.threads ||
                  program.pages != c.pages || program.page_size != c.page_size)) {
     s = Status::InvalidArgument("program geometry differs from the case");
   }
-  if (!s.ok()) {
-    CaseResult r;
-    r.failure = Failure::kBadProgram;
-    r.message = "[" + ToFlags(c) + "] " + ToString(r.failure) + ": " + s.ToString();
-    return r;
-  }
+  if (!s.ok()) return BadCase(c, s);
   World world(c, program);
   return world.Run();
 }

@@ -68,6 +68,10 @@ std::string TraceRing::Format(const TraceEvent& e) const {
     case Ev::kSignal:
       std::snprintf(buf, sizeof buf, "%s signal %" PRIu64, thread(e.a).c_str(), e.x);
       break;
+    case Ev::kAwait:
+      std::snprintf(buf, sizeof buf, "%s await %" PRIu64 "%s", thread(e.a).c_str(), e.x,
+                    e.z ? " (waits)" : "");
+      break;
   }
   return "[" + std::to_string(e.step) + "] " + buf;
 }

@@ -21,6 +21,7 @@ enum class Ev : uint8_t {
   kDeliver,  // a = from, b = to, x = message type, y = bytes
   kWake,     // a = node, b = local thread
   kSignal,   // a = thread, x = flag
+  kAwait,    // a = thread, x = flag, z = 1 if it must wait
 };
 
 struct TraceEvent {

@@ -97,7 +97,6 @@ World::World(const CaseConfig& config, const Program& program)
       th.state = State::kDone;
       ++done_;
     } else {
-      th.state = State::kBlocked;  // not yet listed: SetRunnable lists it
       SetRunnable(th);
     }
   }
@@ -362,6 +361,7 @@ void World::StepThread(Thread& th) {
       return;
     }
     case OpKind::kAwait:
+      Record(Ev::kAwait, th.g, 0, op.id, 0, flags_.count(op.id) ? 0 : 1);
       if (flags_.count(op.id)) {
         Advance(th);
       } else {

@@ -1,0 +1,393 @@
+#include "libsvm/sync.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "libsvm/runtime.h"
+#include "libsvm/thread_state.h"
+
+namespace svm::rt {
+namespace {
+
+#define REAL(name) (reinterpret_cast<decltype(&::name)>(RealSymbol(#name)))
+void* RealSymbol(const char* name) { return dlsym(RTLD_NEXT, name); }
+
+Runtime& Rt() { return *Runtime::Get(); }
+template <typename T>
+LockId Id(T* p) {
+  return reinterpret_cast<LockId>(p);
+}
+// The lock guarding an object's own state (condition, semaphore): distinct
+// from the object's address, which may be a mutex's.
+LockId StateLock(const void* p) { return Id(p) + 1; }
+
+// State of objects outside shared memory (a thread's stack, glibc's heap):
+// such objects are seen by the threads of one node only.
+struct PrivateState {
+  std::mutex mu;
+  std::unordered_map<uintptr_t, uint64_t> words;
+};
+PrivateState& Private() {
+  static auto* s = new PrivateState;
+  return *s;
+}
+
+// A 64-bit word of an object's state: in the object if it is in shared
+// memory, else in the node's private table. REQUIRES: the object's state
+// lock is held (so the protocol makes the word coherent).
+class StateWord {
+ public:
+  StateWord(void* object, size_t offset) : object_(object), offset_(offset) {}
+  uint64_t Get() const {
+    if (Rt().IsShared(object_)) return *Word();
+    std::lock_guard<std::mutex> l(Private().mu);
+    return Private().words[Key()];
+  }
+  void Set(uint64_t v) {
+    if (Rt().IsShared(object_)) {
+      *Word() = v;
+      return;
+    }
+    std::lock_guard<std::mutex> l(Private().mu);
+    Private().words[Key()] = v;
+  }
+
+ private:
+  uint64_t* Word() const { return reinterpret_cast<uint64_t*>(static_cast<char*>(object_) + offset_); }
+  uintptr_t Key() const { return reinterpret_cast<uintptr_t>(object_) + offset_; }
+  void* object_;
+  size_t offset_;
+};
+
+// Objects' layouts over glibc's types (all large enough).
+constexpr uint64_t kMagic = 0x53564d0000000000ull;  // "SVM" in the top bytes
+constexpr size_t kSemValue = 0, kSemMagic = 8;
+constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
+constexpr size_t kCondSeq = 0;
+static_assert(sizeof(sem_t) >= 16 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 8);
+
+// Waits for a wake-up on this node or until the back-off passes; doubles it.
+void Backoff(uint32_t gen, int64_t* delay_ns) {
+  Rt().WaitSyncEvent(gen, *delay_ns);
+  *delay_ns = std::min<int64_t>(*delay_ns * 2, 2'000'000);
+}
+
+int64_t NanosUntil(const timespec* abstime) {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return (int64_t(abstime->tv_sec) - now.tv_sec) * 1'000'000'000 + (abstime->tv_nsec - now.tv_nsec);
+}
+
+int MutexKind(pthread_mutex_t* m) {
+  if (!Rt().IsShared(m)) return PTHREAD_MUTEX_NORMAL;  // see sync.h
+  return m->__data.__kind & 3;
+}
+
+// Owners of recursive and error-checking mutexes held on this node.
+struct Owners {
+  std::mutex mu;
+  std::unordered_map<LockId, std::pair<pthread_t, unsigned>> held;
+};
+Owners& OwnerTable() {
+  static auto* o = new Owners;
+  return *o;
+}
+
+}  // namespace
+
+bool Managed() { return Runtime::Get() && t_app && !t_in_runtime; }
+
+// ---- mutexes ----
+
+int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
+  RuntimeScope scope;
+  return REAL(pthread_mutex_init)(m, attr);  // sets the kind in the object
+}
+
+int MutexLock(pthread_mutex_t* m) {
+  RuntimeScope scope;
+  const int kind = MutexKind(m);
+  if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
+    Owners& o = OwnerTable();
+    std::lock_guard<std::mutex> l(o.mu);
+    auto it = o.held.find(Id(m));
+    if (it != o.held.end() && it->second.first == pthread_self()) {
+      if (kind == PTHREAD_MUTEX_ERRORCHECK) return EDEADLK;
+      ++it->second.second;
+      return 0;
+    }
+  }
+  Rt().Acquire(Id(m));
+  if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
+    std::lock_guard<std::mutex> l(OwnerTable().mu);
+    OwnerTable().held[Id(m)] = {pthread_self(), 1};
+  }
+  return 0;
+}
+
+// A lock whose token is here and idle is taken at once; one held by a thread
+// of this node is busy. One held elsewhere is acquired normally: we cannot
+// tell a free remote lock from a held one without asking, and asking is the
+// acquire.
+int MutexTryLock(pthread_mutex_t* m) {
+  RuntimeScope scope;
+  if (Rt().HeldOnThisNode(Id(m))) {
+    const int kind = MutexKind(m);
+    if (kind == PTHREAD_MUTEX_RECURSIVE) return MutexLock(m);
+    return EBUSY;
+  }
+  return MutexLock(m);
+}
+
+int MutexTimedLock(pthread_mutex_t* m, const timespec*) { return MutexLock(m); }
+
+int MutexUnlock(pthread_mutex_t* m) {
+  RuntimeScope scope;
+  const int kind = MutexKind(m);
+  if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
+    Owners& o = OwnerTable();
+    std::lock_guard<std::mutex> l(o.mu);
+    auto it = o.held.find(Id(m));
+    if (it == o.held.end() || it->second.first != pthread_self()) return EPERM;
+    if (--it->second.second > 0) return 0;
+    o.held.erase(it);
+  }
+  return Rt().Release(Id(m)) ? 0 : EPERM;
+}
+
+int MutexDestroy(pthread_mutex_t*) { return 0; }
+
+// ---- condition variables ----
+
+int CondInit(pthread_cond_t* c, const pthread_condattr_t*) {
+  RuntimeScope scope;
+  Rt().Acquire(StateLock(c));
+  StateWord(c, kCondSeq).Set(0);
+  Rt().Release(StateLock(c));
+  return 0;
+}
+
+static uint64_t ReadSeq(pthread_cond_t* c) {
+  Rt().Acquire(StateLock(c));
+  uint64_t seq = StateWord(c, kCondSeq).Get();
+  Rt().Release(StateLock(c));
+  return seq;
+}
+
+int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
+  RuntimeScope scope;
+  const uint64_t seq = ReadSeq(c);
+  if (int err = MutexUnlock(m); err != 0) return err;
+  int result = 0;
+  for (int64_t delay = 20'000;;) {
+    const uint32_t gen = Rt().SyncEventGeneration();
+    if (ReadSeq(c) != seq) break;
+    if (abstime) {
+      const int64_t left = NanosUntil(abstime);
+      if (left <= 0) {
+        result = ETIMEDOUT;
+        break;
+      }
+      delay = std::min(delay, left);
+    }
+    Backoff(gen, &delay);
+  }
+  MutexLock(m);
+  return result;
+}
+
+int CondWait(pthread_cond_t* c, pthread_mutex_t* m) { return CondTimedWait(c, m, nullptr); }
+
+// Signal wakes every waiter (a spurious wake-up for all but one, which POSIX
+// allows): waiters compare a sequence number, not a count.
+int CondBroadcast(pthread_cond_t* c) {
+  RuntimeScope scope;
+  Rt().Acquire(StateLock(c));
+  StateWord seq(c, kCondSeq);
+  seq.Set(seq.Get() + 1);
+  Rt().Release(StateLock(c));
+  Rt().NotifySyncEvent();
+  return 0;
+}
+
+int CondSignal(pthread_cond_t* c) { return CondBroadcast(c); }
+int CondDestroy(pthread_cond_t*) { return 0; }
+
+// ---- barriers ----
+
+int BarrierInit(pthread_barrier_t* b, const pthread_barrierattr_t*, unsigned count) {
+  if (count == 0) return EINVAL;
+  RuntimeScope scope;
+  StateWord(b, kBarrierCount).Set(count);
+  StateWord(b, kBarrierMagic).Set(kMagic);
+  return 0;
+}
+
+int BarrierWait(pthread_barrier_t* b) {
+  RuntimeScope scope;
+  if (StateWord(b, kBarrierMagic).Get() != kMagic) return EINVAL;
+  const auto count = uint32_t(StateWord(b, kBarrierCount).Get());
+  return Rt().Barrier(Id(b), count) ? PTHREAD_BARRIER_SERIAL_THREAD : 0;
+}
+
+int BarrierDestroy(pthread_barrier_t* b) {
+  RuntimeScope scope;
+  StateWord(b, kBarrierMagic).Set(0);
+  return 0;
+}
+
+// ---- read-write and spin locks: exclusive protocol locks ----
+
+int RwlockInit(pthread_rwlock_t*, const pthread_rwlockattr_t*) { return 0; }
+int RwlockLock(pthread_rwlock_t* l) {
+  RuntimeScope scope;
+  Rt().Acquire(Id(l));
+  return 0;
+}
+int RwlockTryLock(pthread_rwlock_t* l) {
+  RuntimeScope scope;
+  if (Rt().HeldOnThisNode(Id(l))) return EBUSY;
+  Rt().Acquire(Id(l));
+  return 0;
+}
+int RwlockUnlock(pthread_rwlock_t* l) {
+  RuntimeScope scope;
+  return Rt().Release(Id(l)) ? 0 : EPERM;
+}
+int RwlockDestroy(pthread_rwlock_t*) { return 0; }
+
+int SpinInit(pthread_spinlock_t*, int) { return 0; }
+int SpinLock(pthread_spinlock_t* l) {
+  RuntimeScope scope;
+  Rt().Acquire(Id(l));
+  return 0;
+}
+int SpinTryLock(pthread_spinlock_t* l) {
+  RuntimeScope scope;
+  if (Rt().HeldOnThisNode(Id(l))) return EBUSY;
+  Rt().Acquire(Id(l));
+  return 0;
+}
+int SpinUnlock(pthread_spinlock_t* l) {
+  RuntimeScope scope;
+  return Rt().Release(Id(l)) ? 0 : EPERM;
+}
+int SpinDestroy(pthread_spinlock_t*) { return 0; }
+
+// ---- semaphores ----
+
+int SemInit(sem_t* s, int, unsigned value) {
+  RuntimeScope scope;
+  Rt().Acquire(StateLock(s));
+  StateWord(s, kSemValue).Set(value);
+  StateWord(s, kSemMagic).Set(kMagic);
+  Rt().Release(StateLock(s));
+  return 0;
+}
+
+// Takes one unit if there is one. REQUIRES: s initialised by SemInit.
+static int SemTake(sem_t* s, bool* taken) {
+  Rt().Acquire(StateLock(s));
+  StateWord magic(s, kSemMagic), value(s, kSemValue);
+  int err = 0;
+  *taken = false;
+  if (magic.Get() != kMagic) {
+    err = EINVAL;
+  } else if (value.Get() > 0) {
+    value.Set(value.Get() - 1);
+    *taken = true;
+  }
+  Rt().Release(StateLock(s));
+  return err;
+}
+
+static int SemWaitUntil(sem_t* s, const timespec* abstime) {
+  RuntimeScope scope;
+  for (int64_t delay = 20'000;;) {
+    const uint32_t gen = Rt().SyncEventGeneration();
+    bool taken = false;
+    if (int err = SemTake(s, &taken); err != 0) {
+      errno = err;
+      return -1;
+    }
+    if (taken) return 0;
+    if (abstime) {
+      const int64_t left = NanosUntil(abstime);
+      if (left <= 0) {
+        errno = ETIMEDOUT;
+        return -1;
+      }
+      delay = std::min(delay, left);
+    }
+    Backoff(gen, &delay);
+  }
+}
+
+int SemWait(sem_t* s) { return SemWaitUntil(s, nullptr); }
+int SemTimedWait(sem_t* s, const timespec* abstime) { return SemWaitUntil(s, abstime); }
+
+int SemTryWait(sem_t* s) {
+  RuntimeScope scope;
+  bool taken = false;
+  if (int err = SemTake(s, &taken); err != 0) {
+    errno = err;
+    return -1;
+  }
+  if (taken) return 0;
+  errno = EAGAIN;
+  return -1;
+}
+
+int SemPost(sem_t* s) {
+  RuntimeScope scope;
+  Rt().Acquire(StateLock(s));
+  StateWord magic(s, kSemMagic), value(s, kSemValue);
+  const bool ok = magic.Get() == kMagic;
+  if (ok) value.Set(value.Get() + 1);
+  Rt().Release(StateLock(s));
+  if (!ok) {
+    errno = EINVAL;
+    return -1;
+  }
+  Rt().NotifySyncEvent();
+  return 0;
+}
+
+int SemGetValue(sem_t* s, int* out) {
+  RuntimeScope scope;
+  Rt().Acquire(StateLock(s));
+  *out = int(StateWord(s, kSemValue).Get());
+  Rt().Release(StateLock(s));
+  return 0;
+}
+
+int SemDestroy(sem_t*) { return 0; }
+
+// ---- once ----
+
+int Once(pthread_once_t* once, void (*init)()) {
+  RuntimeScope scope;
+  Rt().Acquire(Id(once));
+  StateWord done(once, 0);
+  // pthread_once_t is an int: only its own 4 bytes are ours.
+  const bool first = Rt().IsShared(once) ? (*once == 0) : (done.Get() == 0);
+  if (first) {
+    {
+      t_in_runtime = false;  // init is the program's code
+      init();
+      t_in_runtime = true;
+    }
+    if (Rt().IsShared(once)) *once = 1;
+    else done.Set(1);
+  }
+  Rt().Release(Id(once));
+  return 0;
+}
+
+}  // namespace svm::rt

@@ -1,0 +1,69 @@
+// Synchronisation objects of the program, made acquire/release points of the
+// protocol. An object's identity is its address, wherever it lives (shared
+// heap, globals, a thread's stack).
+//
+//   mutex, rwlock, spin lock   a protocol lock (rwlocks are exclusive)
+//   barrier                    a protocol barrier; the count lives in the
+//                              object (written by init, shared memory)
+//   condition variable         a sequence number in the object, guarded by
+//                              a protocol lock of its own; waiters poll it
+//                              with back-off and are woken at once by a
+//                              signal from their own node
+//   semaphore                  its value in the object, under a lock of its
+//                              own; waiters as for condition variables
+//   once                       a protocol lock around the control word
+//   create / join              locks pinned to the creator's / the thread's
+//                              node (threads.cc)
+#pragma once
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <time.h>
+
+namespace svm::rt {
+
+int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr);
+int MutexLock(pthread_mutex_t* m);
+int MutexTryLock(pthread_mutex_t* m);
+int MutexTimedLock(pthread_mutex_t* m, const timespec* abstime);
+int MutexUnlock(pthread_mutex_t* m);
+int MutexDestroy(pthread_mutex_t* m);
+
+int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr);
+int CondWait(pthread_cond_t* c, pthread_mutex_t* m);
+int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime);
+int CondSignal(pthread_cond_t* c);
+int CondBroadcast(pthread_cond_t* c);
+int CondDestroy(pthread_cond_t* c);
+
+int BarrierInit(pthread_barrier_t* b, const pthread_barrierattr_t* attr, unsigned count);
+int BarrierWait(pthread_barrier_t* b);
+int BarrierDestroy(pthread_barrier_t* b);
+
+int RwlockInit(pthread_rwlock_t* l, const pthread_rwlockattr_t* attr);
+int RwlockLock(pthread_rwlock_t* l);
+int RwlockTryLock(pthread_rwlock_t* l);
+int RwlockUnlock(pthread_rwlock_t* l);
+int RwlockDestroy(pthread_rwlock_t* l);
+
+int SpinInit(pthread_spinlock_t* l, int pshared);
+int SpinLock(pthread_spinlock_t* l);
+int SpinTryLock(pthread_spinlock_t* l);
+int SpinUnlock(pthread_spinlock_t* l);
+int SpinDestroy(pthread_spinlock_t* l);
+
+int SemInit(sem_t* s, int pshared, unsigned value);
+int SemWait(sem_t* s);
+int SemTryWait(sem_t* s);
+int SemTimedWait(sem_t* s, const timespec* abstime);
+int SemPost(sem_t* s);
+int SemGetValue(sem_t* s, int* value);
+int SemDestroy(sem_t* s);
+
+int Once(pthread_once_t* once, void (*init)());
+
+// Whether the runtime handles synchronisation (a program thread of a running
+// job); otherwise the interposed calls go to glibc.
+bool Managed();
+
+}  // namespace svm::rt
