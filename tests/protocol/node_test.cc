@@ -208,5 +208,42 @@ TEST(NodeTest, MalformedMessagesAreRejected) {
   EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(g, 0)).ok());
 }
 
+TEST(NodeTest, PinnedLockLivesOnItsNamedNode) {
+  Cluster c(4, 1);
+  const LockId l = PinnedLock(3, 77);
+  const size_t before = c.sent;
+  c.Complete([&] { return c.node(3).Acquire(0, l); });  // the home holds a fresh token
+  c.node(3).Release(0, l);
+  EXPECT_EQ(c.sent, before);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  EXPECT_TRUE(c.node(1).Holds(0, l));
+  EXPECT_TRUE(c.node(1).HeldLocally(l));
+  EXPECT_FALSE(c.node(3).HeldLocally(l));
+  c.node(1).Release(0, l);
+}
+
+// The runtime reports each thread on its own (local = 1); the master must
+// still release each node once, and exactly one thread is the serial one.
+TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
+  Cluster c(2, 2);
+  const BarrierId b = 5;
+  for (int round = 0; round < 3; ++round) {
+    c.Write(1, 0, 0, 100 + round, uint8_t(round + 1));
+    for (NodeId n = 0; n < 2; ++n)
+      for (ThreadId t = 0; t < 2; ++t) c.node(n).Barrier(t, b, 4, 1, false);
+    c.Drain();
+    int serial = 0;
+    for (NodeId n = 0; n < 2; ++n)
+      for (ThreadId t = 0; t < 2; ++t) {
+        bool s = false;
+        ASSERT_EQ(c.node(n).Barrier(t, b, 4, 1, false, &s), Outcome::kDone);
+        serial += s;
+      }
+    EXPECT_EQ(serial, 1) << "round " << round;
+    EXPECT_EQ(c.Read(0, 1, 0, 100 + round), round + 1);
+  }
+  EXPECT_EQ(c.node(1).stats().barriers, 3u);
+}
+
 }  // namespace
 }  // namespace svm
