@@ -244,40 +244,38 @@ int BarrierDestroy(pthread_barrier_t* b) {
 
 // ---- read-write and spin locks: exclusive protocol locks ----
 
+namespace {
+
+int LockExclusive(LockId l) {
+  RuntimeScope scope;
+  Rt().Acquire(l);
+  return 0;
+}
+
+int TryLockExclusive(LockId l) {
+  RuntimeScope scope;
+  if (Rt().HeldOnThisNode(l)) return EBUSY;
+  Rt().Acquire(l);
+  return 0;
+}
+
+int UnlockExclusive(LockId l) {
+  RuntimeScope scope;
+  return Rt().Release(l) ? 0 : EPERM;
+}
+
+}  // namespace
+
 int RwlockInit(pthread_rwlock_t*, const pthread_rwlockattr_t*) { return 0; }
-int RwlockLock(pthread_rwlock_t* l) {
-  RuntimeScope scope;
-  Rt().Acquire(Id(l));
-  return 0;
-}
-int RwlockTryLock(pthread_rwlock_t* l) {
-  RuntimeScope scope;
-  if (Rt().HeldOnThisNode(Id(l))) return EBUSY;
-  Rt().Acquire(Id(l));
-  return 0;
-}
-int RwlockUnlock(pthread_rwlock_t* l) {
-  RuntimeScope scope;
-  return Rt().Release(Id(l)) ? 0 : EPERM;
-}
+int RwlockLock(pthread_rwlock_t* l) { return LockExclusive(Id(l)); }
+int RwlockTryLock(pthread_rwlock_t* l) { return TryLockExclusive(Id(l)); }
+int RwlockUnlock(pthread_rwlock_t* l) { return UnlockExclusive(Id(l)); }
 int RwlockDestroy(pthread_rwlock_t*) { return 0; }
 
 int SpinInit(pthread_spinlock_t*, int) { return 0; }
-int SpinLock(pthread_spinlock_t* l) {
-  RuntimeScope scope;
-  Rt().Acquire(Id(l));
-  return 0;
-}
-int SpinTryLock(pthread_spinlock_t* l) {
-  RuntimeScope scope;
-  if (Rt().HeldOnThisNode(Id(l))) return EBUSY;
-  Rt().Acquire(Id(l));
-  return 0;
-}
-int SpinUnlock(pthread_spinlock_t* l) {
-  RuntimeScope scope;
-  return Rt().Release(Id(l)) ? 0 : EPERM;
-}
+int SpinLock(pthread_spinlock_t* l) { return LockExclusive(Id(l)); }
+int SpinTryLock(pthread_spinlock_t* l) { return TryLockExclusive(Id(l)); }
+int SpinUnlock(pthread_spinlock_t* l) { return UnlockExclusive(Id(l)); }
 int SpinDestroy(pthread_spinlock_t*) { return 0; }
 
 // ---- semaphores ----
