@@ -379,6 +379,7 @@ TEST(Wire, OversizedListCountsRejected) {
       w.PutU32(1);
       w.PutU32(count);
       w.PutU64(5);
+      w.PutU8(0);  // serial
     });
     EXPECT_EQ(DecodeBytes(pages).ok(), count == 1);
     // Byte string length: one byte follows.
