@@ -92,6 +92,7 @@ void ExitJob(int status) {
     RuntimeScope scope;
     rt->PrepareExit(status);
   }
+  t_app = false;  // exit handlers (libraries' included) use private memory and glibc locks
   real(status);
   _exit(status);  // not reached
 }

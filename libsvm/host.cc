@@ -9,6 +9,7 @@
 
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
+#include "libsvm/stats.h"
 #include "libsvm/thread_state.h"
 
 namespace svm::rt {
@@ -63,6 +64,7 @@ void Runtime::ReleaseSlotOfCaller() {
 void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
   ReapSends();
   lock.unlock();
+  stats::WaitScope waiting;
   std::atomic<uint32_t>& w = slots_[t].wake;
   const int64_t until = NowNs() + kSpinNs;
   while (w.load(std::memory_order_acquire) == 0 && NowNs() < until) __builtin_ia32_pause();
@@ -79,10 +81,16 @@ void Runtime::Wake(ThreadId t) {
 // on the trap's thread (uffd-thread).
 void Runtime::OnFault(PageId p, Access a) {
   RuntimeScope scope;
+  stats::Scope timing(stats::Category::kDataProtocol);
+  if (stats::ThreadStats* st = stats::Current())
+    st->Count(a == Access::kWrite ? stats::Counter::kWriteFaults : stats::Counter::kReadFaults);
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   const uint64_t protections = node_->stats().protections;
-  RunToCompletion(lock, t, [&] { return node_->Fault(t, p, a); });
+  RunToCompletion(lock, t, [&] {
+    stats::NodeCall call(node_->stats());
+    return node_->Fault(t, p, a);
+  });
   // The Node saw nothing to change: the kernel dropped the mapping, or the
   // fault raced with another thread's; re-install what the Node wants.
   if (node_->stats().protections == protections) {
@@ -121,7 +129,16 @@ void Runtime::Send(NodeId to, std::vector<uint8_t> bytes) {
   nic::Sge sge{buf.data(), uint32_t(buf.size())};
   const nic::WorkRequest wr = nic::WorkRequest::Send(to, {&sge, 1}, id);
   if (Status st = nic_->Post(&send_cq_, {&wr, 1}); !st.ok())
-    Die(fmt::format("sending {} bytes to node {} failed: {}", buf.size(), to, st.ToString()));
+    NetworkFailed(fmt::format("sending {} bytes to node {} failed: {}", buf.size(), to, st.ToString()));
+}
+
+// Once the job is exiting the NIC is shut down and the other nodes are gone;
+// a thread still talking to them just waits for the process to end.
+void Runtime::NetworkFailed(const std::string& what) {
+  if (exiting_.load()) {
+    while (true) pause();
+  }
+  Die(what);
 }
 
 void Runtime::ReapSends() {
@@ -129,7 +146,8 @@ void Runtime::ReapSends() {
   while (size_t n = send_cq_.Poll(done)) {
     for (size_t i = 0; i < n; ++i) {
       if (done[i].status != nic::WcStatus::kSuccess)
-        Die(fmt::format("message to node {} lost: {}", done[i].peer, nic::ToString(done[i].status)));
+        NetworkFailed(fmt::format("message to node {} lost: {}", done[i].peer,
+                                  nic::ToString(done[i].status)));
       in_flight_.erase(done[i].wr_id);
     }
   }
@@ -142,6 +160,7 @@ std::span<uint8_t> Runtime::Frame(PageId p) {
 }
 
 void Runtime::Protect(PageId p, Prot prot) {
+  stats::Scope timing(stats::Category::kProtect);
   Segment& s = SegmentOf(p);
   if (int err = s.trap->Protect(p - s.first, 1, prot); err != 0)
     Die(s.trap->ProtectStatus(p - s.first, 1, prot).ToString());
@@ -153,18 +172,28 @@ namespace svm::rt {
 
 void Runtime::Acquire(LockId l) {
   RuntimeScope scope;
+  stats::Scope timing(stats::Category::kLockProtocol);
+  if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
-  RunToCompletion(lock, t, [&] { return node_->Acquire(t, l); });
+  RunToCompletion(lock, t, [&] {
+    stats::NodeCall call(node_->stats());
+    return node_->Acquire(t, l);
+  });
   ReapSends();
 }
 
 bool Runtime::Release(LockId l) {
   RuntimeScope scope;
+  stats::Scope timing(stats::Category::kLockProtocol);
   std::lock_guard<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   if (!node_->Holds(t, l)) return false;
-  node_->Release(t, l);
+  if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kReleases);
+  {
+    stats::NodeCall call(node_->stats());
+    node_->Release(t, l);
+  }
   ReapSends();
   return true;
 }
@@ -179,16 +208,22 @@ bool Runtime::HeldOnThisNode(LockId l) {
 // reports, so a release still goes once to each node.
 bool Runtime::Barrier(BarrierId b, uint32_t count) {
   RuntimeScope scope;
+  stats::Scope timing(stats::Category::kBarrierProtocol);
+  if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kBarriers);
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   bool serial = false;
-  RunToCompletion(lock, t, [&] { return node_->Barrier(t, b, count, 1, false, &serial); });
+  RunToCompletion(lock, t, [&] {
+    stats::NodeCall call(node_->stats());
+    return node_->Barrier(t, b, count, 1, false, &serial);
+  });
   ReapSends();
   return serial;
 }
 
 void Runtime::WaitSyncEvent(uint32_t generation, int64_t timeout_ns) {
   if (sync_event_.load(std::memory_order_acquire) != generation) return;
+  stats::Scope timing(stats::Category::kLockWait);  // a condition or semaphore poll
   timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sync_event_), FUTEX_WAIT_PRIVATE, generation,
           &ts, nullptr, 0);

@@ -19,6 +19,7 @@
 
 #include "libsvm/log.h"
 #include "libsvm/runtime_state.h"
+#include "libsvm/stats.h"
 #include "nic_ext/tcp/tcp_transport.h"
 #include "protocol/wire.h"
 #include "svmd/control_client.h"
@@ -85,19 +86,25 @@ void Runtime::StartOrDie() {
     (void)!write(2, msg.data(), msg.size());
     _exit(127);
   }
-  instance_ = rt;
 }
 
 Status Runtime::Start() {
   if (Status st = ReadOptions(&opts_); !st.ok()) return st;
   InitLogging(opts_.log_level, opts_.node);
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
+  if (!opts_.stats_dir.empty() || opts_.show_stats) stats::Enable();
   slots_ = std::make_unique<Slot[]>(kMaxSlots);
   if (Status st = OpenHeap(); !st.ok()) return st;
   if (Status st = Connect(); !st.ok()) return st;
   if (opts_.share_globals) {
     if (Status st = OpenGlobals(); !st.ok()) return st;
   }
+  // Serve messages only now: a SpawnRequest would start a thread while the
+  // globals are unmapped.
+  // Messages wait in the NIC until now: a thread started for another node
+  // must find the runtime complete, globals included.
+  instance_ = this;
+  if (nic_) handler_ = std::thread([this] { HandlerLoop(); });
   return Status::Ok();
 }
 
@@ -194,6 +201,7 @@ Status Runtime::Connect() {
     to.self = opts_.node;
     to.num_nodes = opts_.nodes;
     to.epoch = opts_.epoch;
+    to.key = cc.key;
     to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0"
                                          : opts_.nic_listen;
     std::unique_ptr<nic::TcpNic> tcp;
@@ -209,6 +217,7 @@ Status Runtime::Connect() {
     svmd::OnTerminate([this] {
       if (exiting_.load()) return;
       // The job is over (another node exited, or svmrun is gone).
+      ReportStats();
       std::fflush(nullptr);
       _exit(0);
     });
@@ -231,11 +240,11 @@ Status Runtime::Connect() {
                                         &heap.trap);
       !st.ok())
     return st;
-  if (nic_) handler_ = std::thread([this] { HandlerLoop(); });
   return Status::Ok();
 }
 
 void Runtime::HandlerLoop() {
+  stats::RegisterThread(stats::ThreadKind::kHandler, opts_.node, 0);
   nic::Message batch[16];
   while (!stopping_.load(std::memory_order_relaxed)) {
     size_t n = nic_->recv_queue().Wait(batch, std::chrono::milliseconds(200));
@@ -244,9 +253,11 @@ void Runtime::HandlerLoop() {
 }
 
 void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
+  stats::Scope timing(stats::Category::kHandler);
   wire::Header h;
   if (!wire::DecodeHeader(bytes, &h).ok() || IsProtocolMessage(h.type)) {
     std::lock_guard<std::mutex> l(mu_);
+    stats::NodeCall call(node_->stats());
     Status st = node_->Receive(from, bytes);
     if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
     ReapSends();
@@ -258,10 +269,15 @@ void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
     spdlog::error("message from node {} refused: {}", from, st.ToString());
     return;
   }
+  stats::CountRuntimeHandler();
   OnRuntimeMessage(from, m);
 }
 
-void Runtime::SendMessage(NodeId to, const Message& m) { Send(to, wire::Encode(m, opts_.epoch)); }
+void Runtime::SendMessage(NodeId to, const Message& m) {
+  std::vector<uint8_t> bytes = wire::Encode(m, opts_.epoch);
+  stats::CountRuntimeMessage(TypeOf(m), bytes.size());
+  Send(to, std::move(bytes));
+}
 
 [[noreturn]] void Runtime::Serve() {
   // Everything happens on the handler thread and the threads it starts; the
@@ -275,8 +291,38 @@ void Runtime::SendMessage(NodeId to, const Message& m) { Send(to, wire::Encode(m
 
 void Runtime::PrepareExit(int status) {
   exiting_.store(true);
+  stats::EndThread();  // the exiting thread's life ends here
+  ReportStats();
   std::fflush(nullptr);
   if (opts_.nodes > 1) (void)svmd::ReportExit(status);
+  // The job is over everywhere; exit handlers and static destructors must
+  // not race with the runtime's own threads.
+  stopping_.store(true);
+  if (handler_.joinable()) handler_.join();
+  if (nic_) nic_->Shutdown();
+}
+
+}  // namespace svm::rt
+
+namespace svm::rt {
+
+// At the end of the job: this node's report for svmrun (SVM_STATS_DIR), and
+// its counters on stderr (SVM_SHOW_STATS). Once per process.
+void Runtime::ReportStats() {
+  if (!stats::Enabled() || stats_reported_.exchange(true)) return;
+  NodeStats counters;
+  {
+    // A thread may hold mu_ for a moment; never wait for long at exit.
+    std::unique_lock<std::mutex> l(mu_, std::defer_lock);
+    for (int i = 0; i < 200 && !l.try_lock(); ++i) usleep(1000);
+    if (node_) counters = node_->stats();
+  }
+  if (!opts_.stats_dir.empty() && !stats::WriteReport(opts_.stats_dir, opts_.node, counters))
+    spdlog::warn("could not write statistics to {}: {}", opts_.stats_dir, std::strerror(errno));
+  if (opts_.show_stats) {
+    const std::string text = stats::ReportText(opts_.node, counters);
+    (void)!write(2, text.data(), text.size());
+  }
 }
 
 }  // namespace svm::rt

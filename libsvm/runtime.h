@@ -65,6 +65,8 @@ class Runtime final : public Host {
   // exit() from the program, on any node: tells svmrun, which ends the whole
   // job with status. The caller then runs the real exit().
   void PrepareExit(int status);
+  // Writes this node's statistics (stats.h), once; at the end of the job.
+  void ReportStats();
 
   // Threads (threads.cc).
   int CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
@@ -130,6 +132,7 @@ class Runtime final : public Host {
   void SendMessage(NodeId to, const Message& m);
   // Frees SEND buffers whose completions arrived. REQUIRES: mu_ held.
   void ReapSends();
+  [[noreturn]] void NetworkFailed(const std::string& what);
 
   // Slots and blocking (host.cc). REQUIRES: mu_ held.
   ThreadId SlotOfCaller();
@@ -169,6 +172,7 @@ class Runtime final : public Host {
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> sync_event_{0};
   std::atomic<bool> exiting_{false};
+  std::atomic<bool> stats_reported_{false};
 
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
