@@ -95,3 +95,75 @@ SVM_SYNC(int, sem_post, (sem_t* s), (s), SemPost)
 SVM_SYNC(int, sem_getvalue, (sem_t* s, int* v), (s, v), SemGetValue)
 SVM_SYNC(int, sem_destroy, (sem_t* s), (s), SemDestroy)
 SVM_SYNC(int, pthread_once, (pthread_once_t* o, void (*f)()), (o, f), Once)
+
+// System calls and stdio calls that move data between the kernel and program
+// memory: their buffers are made accessible first (syscalls.h).
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "libsvm/syscalls.h"
+
+// The scanf family under its symbol names: glibc's headers redirect the C
+// names to the __isoc99_ ones, so these are named through asm labels.
+extern "C" {
+int GnuFscanf(FILE* f, const char* fmt, ...) __asm__("fscanf");
+int GnuScanf(const char* fmt, ...) __asm__("scanf");
+int GnuVfscanf(FILE* f, const char* fmt, va_list ap) __asm__("vfscanf");
+int GnuVscanf(const char* fmt, va_list ap) __asm__("vscanf");
+int IsoFscanf(FILE* f, const char* fmt, ...) __asm__("__isoc99_fscanf");
+int IsoScanf(const char* fmt, ...) __asm__("__isoc99_scanf");
+int IsoVfscanf(FILE* f, const char* fmt, va_list ap) __asm__("__isoc99_vfscanf");
+int IsoVscanf(const char* fmt, va_list ap) __asm__("__isoc99_vscanf");
+ssize_t Getdelim2(char** l, size_t* c, int d, FILE* f) __asm__("__getdelim");
+int IoGetc(FILE* f) __asm__("_IO_getc");
+}
+
+extern "C" {
+
+ssize_t read(int fd, void* b, size_t n) { return Read(fd, b, n); }
+ssize_t pread(int fd, void* b, size_t n, off_t o) { return Pread(fd, b, n, o); }
+ssize_t pread64(int fd, void* b, size_t n, off64_t o) { return Pread(fd, b, n, o); }
+ssize_t readv(int fd, const struct iovec* v, int c) { return Readv(fd, v, c); }
+ssize_t preadv(int fd, const struct iovec* v, int c, off_t o) { return Preadv(fd, v, c, o); }
+ssize_t preadv64(int fd, const struct iovec* v, int c, off64_t o) { return Preadv(fd, v, c, o); }
+ssize_t recv(int fd, void* b, size_t n, int fl) { return Recv(fd, b, n, fl); }
+ssize_t recvfrom(int fd, void* b, size_t n, int fl, sockaddr* a, socklen_t* al) { return Recvfrom(fd, b, n, fl, a, al); }
+ssize_t recvmsg(int fd, struct msghdr* m, int fl) { return Recvmsg(fd, m, fl); }
+ssize_t write(int fd, const void* b, size_t n) { return Write(fd, b, n); }
+ssize_t pwrite(int fd, const void* b, size_t n, off_t o) { return Pwrite(fd, b, n, o); }
+ssize_t pwrite64(int fd, const void* b, size_t n, off64_t o) { return Pwrite(fd, b, n, o); }
+ssize_t writev(int fd, const struct iovec* v, int c) { return Writev(fd, v, c); }
+ssize_t pwritev(int fd, const struct iovec* v, int c, off_t o) { return Pwritev(fd, v, c, o); }
+ssize_t pwritev64(int fd, const struct iovec* v, int c, off64_t o) { return Pwritev(fd, v, c, o); }
+ssize_t send(int fd, const void* b, size_t n, int fl) { return Send(fd, b, n, fl); }
+ssize_t sendto(int fd, const void* b, size_t n, int fl, const sockaddr* a, socklen_t al) { return Sendto(fd, b, n, fl, a, al); }
+ssize_t sendmsg(int fd, const struct msghdr* m, int fl) { return Sendmsg(fd, m, fl); }
+ssize_t __read_chk(int fd, void* b, size_t n, size_t bl) { return ReadChk(fd, b, n, bl); }
+ssize_t __pread_chk(int fd, void* b, size_t n, off_t o, size_t bl) { return PreadChk(fd, b, n, o, bl); }
+ssize_t __pread64_chk(int fd, void* b, size_t n, off64_t o, size_t bl) { return PreadChk(fd, b, n, o, bl); }
+ssize_t __recv_chk(int fd, void* b, size_t n, size_t bl, int fl) { return RecvChk(fd, b, n, bl, fl); }
+ssize_t __recvfrom_chk(int fd, void* b, size_t n, size_t bl, int fl, sockaddr* a, socklen_t* al) { return RecvfromChk(fd, b, n, bl, fl, a, al); }
+
+size_t fread(void* p, size_t s, size_t n, FILE* f) { return Fread(p, s, n, f); }
+size_t __fread_chk(void* p, size_t pl, size_t s, size_t n, FILE* f) { return FreadChk(p, pl, s, n, f); }
+size_t fwrite(const void* p, size_t s, size_t n, FILE* f) { return Fwrite(p, s, n, f); }
+char* fgets(char* s, int n, FILE* f) { return Fgets(s, n, f); }
+char* __fgets_chk(char* s, size_t sl, int n, FILE* f) { return FgetsChk(s, sl, n, f); }
+int fgetc(FILE* f) { return Fgetc(f); }
+int getc(FILE* f) { return Getc(f); }
+int IoGetc(FILE* f) { return Getc(f); }
+int getchar(void) { return Getchar(); }
+int __uflow(FILE* f) { return Uflow(f); }
+ssize_t getdelim(char** l, size_t* c, int d, FILE* f) { return Getdelim(l, c, d, f); }
+ssize_t Getdelim2(char** l, size_t* c, int d, FILE* f) { return Getdelim(l, c, d, f); }
+ssize_t getline(char** l, size_t* c, FILE* f) { return Getline(l, c, f); }
+int GnuVfscanf(FILE* f, const char* fmt, va_list ap) { return Vfscanf(f, fmt, ap, false); }
+int GnuVscanf(const char* fmt, va_list ap) { return Vscanf(fmt, ap, false); }
+int IsoVfscanf(FILE* f, const char* fmt, va_list ap) { return Vfscanf(f, fmt, ap, true); }
+int IsoVscanf(const char* fmt, va_list ap) { return Vscanf(fmt, ap, true); }
+int GnuFscanf(FILE* f, const char* fmt, ...) { va_list ap; va_start(ap, fmt); int r = Vfscanf(f, fmt, ap, false); va_end(ap); return r; }
+int GnuScanf(const char* fmt, ...) { va_list ap; va_start(ap, fmt); int r = Vscanf(fmt, ap, false); va_end(ap); return r; }
+int IsoFscanf(FILE* f, const char* fmt, ...) { va_list ap; va_start(ap, fmt); int r = Vfscanf(f, fmt, ap, true); va_end(ap); return r; }
+int IsoScanf(const char* fmt, ...) { va_list ap; va_start(ap, fmt); int r = Vscanf(fmt, ap, true); va_end(ap); return r; }
+
+}  // extern "C"

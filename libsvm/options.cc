@@ -123,6 +123,11 @@ constexpr Row kTable[] = {
        o->stats = v;
        return Status::Ok();
      }},
+    {"SVM_STATS_DIR", "each node writes its statistics here (svmrun merges them)",
+     [](const char*, std::string_view v, Options* o) {
+       o->stats_dir = v;
+       return Status::Ok();
+     }},
     {"SVM_CONTROL", "svmrun's control socket, host:port",
      [](const char*, std::string_view v, Options* o) {
        o->control = v;

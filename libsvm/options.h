@@ -29,6 +29,7 @@ struct Options {
   HomePolicy home = HomePolicy::kFirstTouch;
   std::string log_level = "warn";
   std::string stats;               // JSON statistics file, node 0 only
+  std::string stats_dir;           // SVM_STATS_DIR: each node writes node-<id>.json there
   std::string control;             // svmrun's control socket; empty: a lone node
   uint32_t epoch = 0;              // SVM_JOB_EPOCH
   std::string nic_listen;          // SVM_NIC_LISTEN; empty: the control link's local address

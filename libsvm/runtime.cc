@@ -99,8 +99,6 @@ Status Runtime::Start() {
   if (opts_.share_globals) {
     if (Status st = OpenGlobals(); !st.ok()) return st;
   }
-  // Serve messages only now: a SpawnRequest would start a thread while the
-  // globals are unmapped.
   // Messages wait in the NIC until now: a thread started for another node
   // must find the runtime complete, globals included.
   instance_ = this;

@@ -13,6 +13,12 @@ extern "C" {
 int svm_node_id(void);
 int svm_nodes(void);
 
+/* Marks a phase of the calling thread's run: its time breakdown and counters
+ * between begin and end are reported under `name` (svmrun --stats). Phases
+ * of one name accumulate; different names may nest. Same weak-probe rule. */
+void svm_phase_begin(const char* name);
+void svm_phase_end(const char* name);
+
 #ifdef __cplusplus
 }
 #endif

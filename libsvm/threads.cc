@@ -9,6 +9,7 @@
 
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
+#include "libsvm/stats.h"
 #include "libsvm/thread_state.h"
 
 namespace svm::rt {
@@ -43,7 +44,10 @@ LockId DeathLock(uint64_t handle) {
 
 uint64_t Runtime::CurrentHandle() { return t_handle; }
 void Runtime::SetExitValue(void* value) { t_exit_value = value; }
-void Runtime::AdoptMainThread() { t_handle = MakeHandle(0, 0); }
+void Runtime::AdoptMainThread() {
+  t_handle = MakeHandle(0, 0);
+  stats::RegisterThread(stats::ThreadKind::kApp, 0, 0);
+}
 
 // Threads are numbered job-wide by a counter on node 0, bumped with the NIC's
 // fetch-and-add so that any node may create threads.
@@ -66,6 +70,7 @@ NodeId Runtime::PlaceThread(uint64_t number) const {
 int Runtime::CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*start)(void*),
                           void* arg) {
   RuntimeScope scope;
+  stats::Scope timing(stats::Category::kThreads);
   const uint64_t number = NextThreadNumber();
   if (number == 0) return EAGAIN;
   const NodeId target = PlaceThread(number);
@@ -114,6 +119,7 @@ void* Runtime::Trampoline(void* p) {
   t_app = true;
   t_handle = r->handle;
   t_exit_value = nullptr;
+  stats::RegisterThread(stats::ThreadKind::kApp, HandleNode(r->handle), r->handle & 0xffffffffu);
   Runtime* rt = Runtime::Get();
   rt->Acquire(BirthLock(r->creator, r->handle));
   rt->Release(BirthLock(r->creator, r->handle));
@@ -143,10 +149,12 @@ void Runtime::Finish(ThreadRecord* r, void* value) {
     pthread_detach(r->thread);
     threads_.erase(r->handle);
   }
+  stats::EndThread();
 }
 
 int Runtime::JoinThread(uint64_t h, void** value) {
   RuntimeScope scope;
+  stats::Scope timing(stats::Category::kThreads);
   if (h == t_handle) return EDEADLK;
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();

@@ -8,6 +8,10 @@
 //   kAdaptive: starts at kDefaultSpin and follows recent waits: a wait caught
 //              while spinning keeps or grows the budget (up to kMaxSpin),
 //              one that had to sleep shrinks it (down to kMinSpin).
+// A queue may have a driver (QueueDriver, set by the Nic that fills it): while
+// spinning, Wait calls it to produce the items itself (run to completion on
+// the waiting thread) rather than wait for another thread to push them; a
+// sleeping Wait leaves that to the Nic's own thread.
 // Invariant: size_ == items_.size() whenever mu_ is free.
 #pragma once
 
@@ -20,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -57,6 +62,30 @@ bool SpinUntil(F ready, Clock::time_point until) {
 }
 }  // namespace internal
 
+// Makes progress on a queue's items from the waiting thread. Drive must not
+// block (it gives up when another thread is at the same work) and returns
+// true when it did something. Thread-safe.
+class QueueDriver {
+ public:
+  virtual ~QueueDriver() = default;
+  virtual bool Drive() = 0;
+};
+
+namespace internal {
+// SpinUntil, driving d between checks (each Drive is a syscall or so, so the
+// clock is read every round).
+template <typename F>
+bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
+  for (uint32_t i = 1;; ++i) {
+    if (ready()) return true;
+    if (!d.Drive()) CpuRelax();
+    if (ready()) return true;
+    if (Clock::now() >= until) return false;
+    if ((i & 255) == 0) sched_yield();
+  }
+}
+}  // namespace internal
+
 template <typename T>
 class WaitQueue {
  public:
@@ -66,6 +95,15 @@ class WaitQueue {
 
   WaitPolicy policy() const { return policy_; }
   void set_policy(WaitPolicy p) { policy_ = p; }
+
+  // The driver Wait calls while spinning (nullptr: none). The queue keeps it
+  // alive; a driver that outlives its Nic must turn into a no-op.
+  void set_driver(std::shared_ptr<QueueDriver> d) {
+    std::lock_guard<std::mutex> l(mu_);
+    driver_id_.store(d.get(), std::memory_order_relaxed);
+    driver_ = std::move(d);
+  }
+  const QueueDriver* driver_id() const { return driver_id_.load(std::memory_order_relaxed); }
 
   void Push(T item) {
     std::lock_guard<std::mutex> l(mu_);
@@ -90,9 +128,18 @@ class WaitQueue {
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     auto ready = [this] { return size_.load(std::memory_order_acquire) != 0; };
+    std::shared_ptr<QueueDriver> driver;
+    if (driver_id() != nullptr) {
+      std::lock_guard<std::mutex> l(mu_);
+      driver = driver_;
+    }
+    auto spin = [&](Clock::time_point until) {
+      return driver ? internal::DriveUntil(ready, *driver, until)
+                    : internal::SpinUntil(ready, until);
+    };
     if (policy_.mode == WaitMode::kBusyPoll) {
       while (true) {
-        if (internal::SpinUntil(ready, deadline)) {
+        if (spin(deadline)) {
           if (size_t n = Poll(out)) return n;
         } else {
           return 0;
@@ -100,7 +147,7 @@ class WaitQueue {
       }
     }
     auto budget = std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
-    if (internal::SpinUntil(ready, std::min(deadline, start + budget))) {
+    if (spin(std::min(deadline, start + budget))) {
       if (size_t n = Poll(out)) {
         auto took = Clock::now() - start;
         if (2 * took > budget) Adapt(std::min(internal::kMaxSpin, budget * 2));
@@ -146,6 +193,8 @@ class WaitQueue {
   std::condition_variable cv_;
   std::deque<T> items_;  // guarded by mu_
   int sleepers_ = 0;     // guarded by mu_
+  std::shared_ptr<QueueDriver> driver_;             // guarded by mu_
+  std::atomic<const QueueDriver*> driver_id_{nullptr};  // driver_.get(), readable without mu_
 };
 
 }  // namespace svm::nic

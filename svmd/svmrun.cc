@@ -35,6 +35,7 @@
 #include "svmd/local_node.h"
 #include "svmd/net.h"
 #include "svmd/options.h"
+#include "svmd/stats_report.h"
 
 namespace svm::svmd {
 namespace {
@@ -125,6 +126,7 @@ class Job {
   void Emit(uint32_t node, int stream, std::string_view line);
   bool AllDone() const;
   void Shutdown();
+  void ReportStats(int64_t elapsed_ns);
 
   Options o_;
   std::string preload_, program_;
@@ -132,6 +134,7 @@ class Job {
   Key key_{};
   uint32_t epoch_ = 0;
   std::string cwd_;
+  std::string stats_dir_;  // --stats: where the local nodes write their reports
   JobPhase phase_ = JobPhase::kStarting;
   int status_ = 0;
   bool have_status_ = false;
@@ -172,6 +175,8 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
+  // The nodes' environment is cleaned of SVM_*; this one is the user's to set.
+  if (const char* show = getenv("SVM_SHOW_STATS")) e.push_back(std::string("SVM_SHOW_STATS=") + show);
   if (preload_ != "none") e.push_back("LD_PRELOAD=" + preload_);
   return e;
 }
@@ -184,6 +189,13 @@ Status Job::Setup() {
   epoch_ = uint32_t(e[0]) | uint32_t(e[1]) << 8 | uint32_t(e[2]) << 16 | uint32_t(e[3]) << 24;
   cwd_ = std::filesystem::current_path().string();
   if (!o_.stats.empty() && o_.stats[0] != '/') o_.stats = cwd_ + "/" + o_.stats;
+  if (!o_.stats.empty()) {
+    // Each local node writes node-<id>.json here at the end of the job.
+    const char* tmp = getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/svm-stats-XXXXXX";
+    if (!mkdtemp(templ.data())) return Status::Errno("mkdtemp " + templ, errno);
+    stats_dir_ = templ;
+  }
 
   sigset_t set;
   sigemptyset(&set);
@@ -271,6 +283,7 @@ Status Job::StartLocal() {
     for (auto& e : CommonEnv(true)) spec.env.push_back(e);
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(n.id));
     if (n.id == 0 && !o_.stats.empty()) spec.env.push_back("SVM_STATS=" + o_.stats);
+    if (!stats_dir_.empty()) spec.env.push_back("SVM_STATS_DIR=" + stats_dir_);
     int kp[2];
     if (pipe2(kp, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
     UniqueFd key_r(kp[0]), key_w(kp[1]);
@@ -675,6 +688,34 @@ void Job::Shutdown() {
     h->fd.reset();
   }
   nodes_.clear();  // reaps anything left (never expected here)
+  if (!stats_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(stats_dir_, ec);
+  }
+}
+
+// Merges the nodes' reports (written before they exited) into --stats FILE
+// and prints the summary. Nodes on other hosts write none yet.
+void Job::ReportStats(int64_t elapsed_ns) {
+  if (stats_dir_.empty()) return;
+  std::vector<nlohmann::json> reports;
+  std::vector<uint32_t> missing;
+  Status s = ReadNodeReports(stats_dir_, o_.nodes, &reports, &missing);
+  nlohmann::json merged;
+  if (s.ok()) s = MergeStats(reports, o_.nodes, missing, elapsed_ns, &merged);
+  if (!s.ok()) {
+    spdlog::error("statistics: {}", s.message());
+    return;
+  }
+  const std::string text = FormatStatsSummary(merged);
+  WriteAll(2, text.data(), text.size());
+  const std::string tmp = o_.stats + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "w");
+  const std::string body = merged.dump(1) + "\n";
+  bool ok = f && fwrite(body.data(), 1, body.size(), f) == body.size();
+  if (f) ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp.c_str(), o_.stats.c_str()) != 0)
+    spdlog::error("--stats {}: cannot write: {}", o_.stats, strerror(errno));
 }
 
 int Job::Run() {
@@ -702,7 +743,11 @@ int Job::Run() {
   } else if (n0.host >= 0) {
     stdin_thread_ = std::thread([this, h = n0.host] { StdinLoop(-1, h); });
   }
+  const auto started = std::chrono::steady_clock::now();
   Loop();
+  ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                    started)
+                  .count());
   Shutdown();
   spdlog::debug("job done, status {}", status_);
   return status_;

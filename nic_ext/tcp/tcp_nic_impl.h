@@ -2,19 +2,24 @@
 // (tcp_transport.cc) and its datapath (tcp_transport_datapath.cc).
 //
 // Threads and rings:
-//  * The NIC thread owns ring_ (single issuer): a recv armed per connection, a
-//    read armed on wake_fd_, and continuation sends. It alone touches rx state
-//    and the lock table.
-//  * Any thread (posters, and the NIC thread for responses) first tries a send
-//    inline on tx_ring_ with MSG_DONTWAIT, under mu_: it completes during the
-//    submit call, so it never outlives the caller and never wakes the NIC
-//    thread. What does not fit in the socket is handed to the NIC thread
-//    (tx_handoff, wake_fd_), which sends it on ring_.
-//  * mu_ guards tx buffers, the pending-request table, tx_ring_ and `alive`.
+//  * The NIC thread owns ring_ (single issuer): a readiness poll armed per
+//    connection, a read armed on wake_fd_, and continuation sends.
+//  * Socket reads and writes are made inline on inline_ring_ with
+//    MSG_DONTWAIT, under mu_: each completes during its submit call, so it
+//    never outlives the caller and never wakes the NIC thread.
+//  * Receiving (read the socket, handle the frames, send the responses) is
+//    done under mu_ by whichever thread gets there first: the NIC thread when
+//    a poll fires, or a thread spinning in Wait on one of this NIC's queues
+//    (Driver: run to completion on the waiting thread, no hand-off). A READ
+//    is served and answered in that same pass.
+//  * Posters send inline. What does not fit in the socket is handed to the
+//    NIC thread (tx_handoff, wake_fd_), which sends it on ring_.
+//  * mu_ guards rx and tx buffers, the pending-request table, the lock table,
+//    inline_ring_ and `alive`.
 // Invariants: (1) at most one send per connection is in flight (tx order is
-// byte order); (2) rx buffers are reshaped only while no recv is armed on
-// them; (3) a pending slot is in use iff a response for it is expected.
-// The `_nt` suffix: NIC thread only.
+// byte order); (2) rx bytes are read and handled only under mu_, so frames
+// are handled in order, once; (3) a pending slot is in use iff a response
+// for it is expected. The `_nt` suffix: NIC thread only.
 #pragma once
 
 #include <liburing.h>
@@ -35,12 +40,13 @@
 namespace svm::nic {
 
 inline constexpr unsigned kRingEntries = 256;
-inline constexpr unsigned kTxRingEntries = 8;
+inline constexpr unsigned kInlineRingEntries = 8;
 inline constexpr size_t kRxInitialBytes = 256 << 10;
 inline constexpr size_t kRxMinFree = 64 << 10;  // compact when less is free at the tail
 inline constexpr uint32_t kSlotBits = 12;
+inline constexpr std::chrono::seconds kHandshakeTimeout{10};  // per accepted connection
 static_assert((size_t{1} << kSlotBits) == kMaxOutstanding);
-static_assert(kRingEntries >= 2 * kMaxNodes + 2, "a recv and a send per peer, plus the wake read");
+static_assert(kRingEntries >= 2 * kMaxNodes + 2, "a poll and a send per peer, plus the wake read");
 
 using Clock = std::chrono::steady_clock;
 
@@ -61,11 +67,14 @@ class TcpNicImpl final : public TcpNic {
     NodeId peer = 0;
     int fd = -1;        // -1: the loopback to this node
     bool alive = false; // guarded by mu_
-    // rx: NIC thread only.
+    uint32_t outstanding = 0;  // guarded by mu_: pending slots for this peer
+    // rx: guarded by mu_.
     std::vector<uint8_t> rx;
     size_t rx_begin = 0, rx_end = 0;
     size_t rx_need = 0;        // size of the partial frame at rx_begin, when known
-    bool recv_armed = false;
+    bool rx_blocked = false;   // the last Receive stopped with a full rx (injection)
+    bool poll_armed = false;   // NIC thread: a readiness poll is armed on ring_
+    bool poll_removing = false;  // NIC thread: its removal is in flight (stopping)
     size_t scan = 0;           // injection: frames before rx offset `scan` are stamped
     std::deque<Clock::time_point> ready_at;  // injection: per stamped frame, in order
     Clock::time_point link_free{};
@@ -96,8 +105,22 @@ class TcpNicImpl final : public TcpNic {
     uint32_t req = 0;
   };
 
+  // Lets a thread waiting on one of this NIC's queues receive for it. After
+  // Retire (Shutdown) it does nothing, so a queue may outlive the NIC.
+  class Driver final : public QueueDriver {
+   public:
+    Driver(TcpNicImpl* nic, bool all_peers) : nic_(nic), all_peers_(all_peers) {}
+    bool Drive() override;
+    void Retire();
+
+   private:
+    std::mutex mu_;
+    TcpNicImpl* nic_;       // guarded by mu_; nullptr once retired
+    const bool all_peers_;  // recv queue: every peer; CQ: peers with requests out
+  };
+
   // CQE user_data: kind in the top byte, connection index below.
-  enum Tag : uint64_t { kTagRecv = 1, kTagSend = 2, kTagWake = 3, kTagCancel = 4 };
+  enum Tag : uint64_t { kTagPoll = 1, kTagSend = 2, kTagWake = 3, kTagCancel = 4, kTagPollRemove = 5 };
   static uint64_t MakeTag(Tag t, uint32_t conn) { return (uint64_t{t} << 56) | conn; }
 
   // Setup (tcp_transport.cc).
@@ -109,23 +132,28 @@ class TcpNicImpl final : public TcpNic {
   // Datapath (tcp_transport_datapath.cc).
   void Loop_nt();
   void HandleCqe_nt(const io_uring_cqe* cqe);
-  void OnRecv_nt(Conn& c, int res);
   void OnSent_nt(Conn& c, int res);
-  void ProcessRx_nt(Conn& c);
   void ProcessLoopback_nt();
-  bool HandleFrame_nt(Conn& c, const frame::Frame& f, std::string* error);
-  void Respond_nt(NodeId to, uint32_t req, Opcode op, WcStatus st, uint64_t value,
-                  std::span<const uint8_t> data);
-  bool Complete_nt(NodeId from, const frame::Frame& f, std::string* error);
-  void ArmRecv_nt(Conn& c);
+  void ArmPoll_nt(Conn& c);
+  void RemovePoll_nt(Conn& c);
   void StampArrivals_nt(Conn& c);
-  void DropConn(Conn& c, const std::string& why, bool error);
   void StopAll_nt();
+  bool DriveRx(bool all_peers);  // any thread (Driver); never blocks on mu_
 
   // Under mu_.
+  bool Receive(Conn& c);  // reads what the socket holds, handles whole frames
+  bool PrepareRx(Conn& c);
+  void ProcessRx(Conn& c);
+  bool HandleFrame(Conn& c, const frame::Frame& f, std::string* error);
+  void Respond(NodeId to, uint32_t req, Opcode op, WcStatus st, uint64_t value,
+               std::span<const uint8_t> data);
+  bool Complete(NodeId from, const frame::Frame& f, std::string* error);
+  void FlushAll(bool nic_thread);
+  void DropConn(Conn& c, const std::string& why, bool error);
   Status PostOne(CompletionQueue* cq, const WorkRequest& wr);
   void Flush(Conn& c, bool nic_thread);
   int InlineSend(int fd, const uint8_t* p, size_t n);
+  int InlineRecv(int fd, uint8_t* p, size_t n);
   void SendOnRing_nt(Conn& c);
   void Wake();
   uint32_t AllocSlot(const WorkRequest& wr, CompletionQueue* cq);
@@ -148,16 +176,19 @@ class TcpNicImpl final : public TcpNic {
   std::thread thread_;
   bool started_ = false;
 
+  std::shared_ptr<Driver> cq_driver_;    // set on every CQ this NIC posts to
+  std::shared_ptr<Driver> recv_driver_;  // set on recv_queue()
+
   std::mutex mu_;
-  io_uring tx_ring_{};  // guarded by mu_
-  bool tx_ring_ok_ = false;
+  io_uring inline_ring_{};  // guarded by mu_
+  bool inline_ring_ok_ = false;
   std::vector<Pending> slots_;    // guarded by mu_
   std::vector<uint32_t> free_;    // guarded by mu_
   bool stopping_ = false;         // guarded by mu_
   std::atomic<bool> wake_posted_{false};
   std::vector<uint8_t> loop_buf_;  // NIC thread: loopback frames being handled
 
-  LockTable<LockWaiter> locks_;   // NIC thread only
+  LockTable<LockWaiter> locks_;   // guarded by mu_
 };
 
 }  // namespace svm::nic

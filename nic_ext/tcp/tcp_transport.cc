@@ -1,5 +1,6 @@
-// Tcp transport, control path: listen, dial, hello exchange, NIC thread start
-// and stop. Blocking sockets with poll() deadlines; no io_uring here.
+// Tcp transport, control path: listen, dial, key proof and hello exchange,
+// NIC thread start and stop. Blocking sockets with poll() deadlines; no
+// io_uring here.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -11,13 +12,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <future>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "nic_ext/tcp/tcp_nic_impl.h"
+#include "svmd/auth.h"
 
 namespace svm::nic {
 namespace {
@@ -82,6 +86,32 @@ bool TransferAll(int fd, uint8_t* p, size_t n, bool write, Clock::time_point dea
 
 std::string Errno(const char* what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
 
+std::string PeerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char host[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+    return fmt::format("[{}]:{}", host, ntohs(s6->sin6_port));
+  }
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+  inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+  return fmt::format("{}:{}", host, ntohs(s4->sin_port));
+}
+
+// The job-key proof (svmd/auth.h), before any NIC byte is sent or trusted.
+Status ProveKey(int fd, const JobKey& key, bool dialer, Clock::time_point deadline) {
+  static_assert(std::is_same_v<JobKey, svmd::Key>);
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  const int64_t deadline_ms = svmd::NowMs() + std::max<int64_t>(0, left.count());
+  svmd::Status s = svmd::Authenticate(
+      fd, key, dialer ? svmd::AuthRole::kClient : svmd::AuthRole::kServer, deadline_ms);
+  if (!s.ok()) return Status::InvalidArgument(fmt::format("authentication failed: {}", s.ToString()));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status TcpNic::Create(const TcpOptions& options, std::unique_ptr<TcpNic>* out) {
@@ -94,7 +124,9 @@ Status TcpNic::Create(const TcpOptions& options, std::unique_ptr<TcpNic>* out) {
 TcpNicImpl::TcpNicImpl(const TcpOptions& o)
     : TcpNic(o.self, o.num_nodes, o.recv_policy),
       opt_(o),
-      inject_(o.latency_ns != 0 || o.bandwidth_bytes_per_s != 0 || o.per_message_ns != 0) {}
+      inject_(o.latency_ns != 0 || o.bandwidth_bytes_per_s != 0 || o.per_message_ns != 0),
+      cq_driver_(std::make_shared<Driver>(this, false)),
+      recv_driver_(std::make_shared<Driver>(this, true)) {}
 
 TcpNicImpl::~TcpNicImpl() {
   Shutdown();
@@ -103,13 +135,16 @@ TcpNicImpl::~TcpNicImpl() {
   }
   if (listen_fd_ >= 0) close(listen_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
-  if (tx_ring_ok_) io_uring_queue_exit(&tx_ring_);
+  if (inline_ring_ok_) io_uring_queue_exit(&inline_ring_);
 }
 
 Status TcpNicImpl::Init() {
   if (opt_.num_nodes == 0 || opt_.num_nodes > kMaxNodes || opt_.self >= opt_.num_nodes) {
     return Status::InvalidArgument(fmt::format("node {} of {} (at most {} nodes)", opt_.self,
                                                opt_.num_nodes, kMaxNodes));
+  }
+  if (opt_.key == JobKey{}) {
+    return Status::InvalidArgument("no job key (TcpOptions::key is all zero)");
   }
   conns_.resize(opt_.num_nodes);
   for (NodeId i = 0; i < opt_.num_nodes; ++i) conns_[i].peer = i;
@@ -154,9 +189,9 @@ Status TcpNicImpl::Init() {
 
   wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) return Status::Unsupported(Errno("eventfd"));
-  int rc = io_uring_queue_init(kTxRingEntries, &tx_ring_, 0);
+  int rc = io_uring_queue_init(kInlineRingEntries, &inline_ring_, 0);
   if (rc < 0) return Status::Unsupported(fmt::format("io_uring: {}", std::strerror(-rc)));
-  tx_ring_ok_ = true;
+  inline_ring_ok_ = true;
   return Status::Ok();
 }
 
@@ -167,6 +202,7 @@ Status TcpNicImpl::RegisterRegion(const MemoryRegion& r) {
 
 Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
                                  Clock::time_point deadline) {
+  if (Status s = ProveKey(fd, opt_.key, dialer, deadline); !s.ok()) return s;
   frame::Frame mine;
   mine.type = frame::Type::kHello;
   mine.node = self();
@@ -219,6 +255,8 @@ Status TcpNicImpl::Dial(NodeId peer, const std::string& address, Clock::time_poi
       if (!s.ok()) {
         close(fd);
         freeaddrinfo(ai);
+        spdlog::error("nic {}: connection to node {} at {} refused: {}", self(), peer, address,
+                      s.ToString());
         return Status::InvalidArgument(fmt::format("node {} -> {} ({}): {}", self(), peer, address,
                                                    s.ToString()));
       }
@@ -249,9 +287,10 @@ Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     NodeId peer = 0;
-    Status s = ExchangeHello(fd, false, 0, &peer, deadline);
+    // One silent dialler must not hold up the others for the whole setup.
+    Status s = ExchangeHello(fd, false, 0, &peer, std::min(deadline, Clock::now() + kHandshakeTimeout));
     if (!s.ok()) {
-      spdlog::error("nic {}: refusing a connection: {}", self(), s.ToString());
+      spdlog::error("nic {}: refusing a connection from {}: {}", self(), PeerName(fd), s.ToString());
       close(fd);
       continue;
     }
@@ -294,6 +333,8 @@ Status TcpNicImpl::Connect(std::span<const std::string> addresses) {
   });
   Status s = ready_f.get();
   started_ = true;
+  // Injected delays are timed by the NIC thread alone: no driving then.
+  if (s.ok() && !inject_) recv_queue().set_driver(recv_driver_);
   if (!s.ok()) {
     thread_.join();
     std::lock_guard<std::mutex> l(mu_);
@@ -304,6 +345,8 @@ Status TcpNicImpl::Connect(std::span<const std::string> addresses) {
 }
 
 void TcpNicImpl::Shutdown() {
+  cq_driver_->Retire();  // waits out a Drive in progress
+  recv_driver_->Retire();
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!started_ || stopping_) return;

@@ -4,8 +4,12 @@
 // straight from registered memory (never calling the protocol), delivers
 // SENDs to the receive queue and turns responses into completions. Socket
 // I/O goes through io_uring; the wire format is frame.h. Endpoints are a full
-// mesh of TCP connections (TCP_NODELAY), node i dialling every j < i, each
-// opened by a hello exchange naming both nodes and the job epoch. A malformed
+// mesh of TCP connections (TCP_NODELAY), node i dialling every j < i. Each
+// connection first proves the job key (svmd/auth.h: mutual HMAC-SHA256
+// challenge-response, the dialler in the client role), then exchanges hellos
+// naming both nodes and the job epoch. A peer that fails the proof never gets
+// a NIC byte: the connection is closed and an spdlog error logged, and the
+// acceptor goes on accepting until its setup deadline. A malformed
 // frame drops its connection with an spdlog error: the WRs pending on it
 // complete kFlushed and the locks the peer held pass on.
 //
@@ -15,7 +19,9 @@
 // the NIC thread spends per_message_ns handling each frame.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -23,7 +29,12 @@
 
 namespace svm::nic {
 
+// The job key (the same type as svmd::Key). All zero is refused by Create:
+// every connection is authenticated, tests included.
+using JobKey = std::array<uint8_t, 32>;
+
 struct TcpOptions {
+  JobKey key{};                        // required; see JobKey
   NodeId self = 0;
   uint32_t num_nodes = 1;
   std::string listen = "127.0.0.1:0";  // host:port to bind; port 0 picks one

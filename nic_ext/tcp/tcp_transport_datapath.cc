@@ -1,7 +1,9 @@
-// Tcp transport, datapath: posting, the NIC thread's event loop, serving
-// one-sided ops and locks from registered memory, completions.
+// Tcp transport, datapath: posting, receiving (on the NIC thread or on a
+// waiting thread that drives the NIC), serving one-sided ops and locks from
+// registered memory, completions, the NIC thread's event loop.
 // Per frame: one decode, one bounds check, one copy. No exceptions, no
 // allocation in steady state beyond SEND payloads handed to the receiver.
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,6 +34,7 @@ uint32_t TcpNicImpl::AllocSlot(const WorkRequest& wr, CompletionQueue* cq) {
   p.bytes = static_cast<uint32_t>(wr.Bytes());
   p.num_sge = wr.num_sge;
   p.sge = wr.sge;
+  ++conns_[wr.peer].outstanding;
   return (p.gen << kSlotBits) | slot;
 }
 
@@ -53,6 +56,7 @@ void TcpNicImpl::FlushSlots(NodeId peer) {
     if (!p.used || p.peer != peer) continue;
     Deliver(p.cq, p, WcStatus::kFlushed, 0);
     p.used = false;
+    --conns_[peer].outstanding;
     free_.push_back(i);
   }
 }
@@ -64,6 +68,9 @@ Status TcpNicImpl::Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) {
     if (Status s = Validate(wr); !s.ok()) return s;
     slots_needed += wr.op != Opcode::kSend;
   }
+  // The waiter on cq may receive the responses itself (unless the NIC thread
+  // must time injected delays).
+  if (slots_needed > 0 && !inject_ && cq->driver_id() != cq_driver_.get()) cq->set_driver(cq_driver_);
   std::lock_guard<std::mutex> l(mu_);
   if (slots_needed > free_.size()) {
     return Status::OutOfRange(fmt::format("{} requests outstanding (limit {})",
@@ -145,19 +152,39 @@ Status TcpNicImpl::PostOne(CompletionQueue* cq, const WorkRequest& wr) {
 }
 
 int TcpNicImpl::InlineSend(int fd, const uint8_t* p, size_t n) {
-  io_uring_sqe* sqe = io_uring_get_sqe(&tx_ring_);
+  io_uring_sqe* sqe = io_uring_get_sqe(&inline_ring_);
   if (sqe == nullptr) return -EAGAIN;  // cannot happen: one SQE at a time
   // MSG_DONTWAIT: the kernel answers -EAGAIN instead of arming a poll, so the
   // send is over when the submit returns and never outlives this thread.
   io_uring_prep_send(sqe, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-  int rc = io_uring_submit_and_wait(&tx_ring_, 1);
+  int rc = io_uring_submit_and_wait(&inline_ring_, 1);
   if (rc < 0) return rc;
   io_uring_cqe* cqe = nullptr;
-  rc = io_uring_wait_cqe(&tx_ring_, &cqe);
+  rc = io_uring_wait_cqe(&inline_ring_, &cqe);
   if (rc < 0) return rc;
   int res = cqe->res;
-  io_uring_cqe_seen(&tx_ring_, cqe);
+  io_uring_cqe_seen(&inline_ring_, cqe);
   return res;
+}
+
+int TcpNicImpl::InlineRecv(int fd, uint8_t* p, size_t n) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&inline_ring_);
+  if (sqe == nullptr) return -EAGAIN;  // cannot happen: one SQE at a time
+  io_uring_prep_recv(sqe, fd, p, n, MSG_DONTWAIT);  // -EAGAIN rather than a poll
+  int rc = io_uring_submit_and_wait(&inline_ring_, 1);
+  if (rc < 0) return rc;
+  io_uring_cqe* cqe = nullptr;
+  rc = io_uring_wait_cqe(&inline_ring_, &cqe);
+  if (rc < 0) return rc;
+  int res = cqe->res;
+  io_uring_cqe_seen(&inline_ring_, cqe);
+  return res;
+}
+
+void TcpNicImpl::FlushAll(bool nic_thread) {
+  for (Conn& c : conns_) {
+    if (c.fd >= 0 && !c.send_armed && !c.tx_pending.empty()) Flush(c, nic_thread);
+  }
 }
 
 void TcpNicImpl::Flush(Conn& c, bool nic_thread) {
@@ -205,6 +232,67 @@ void TcpNicImpl::DropConn(Conn& c, const std::string& why, bool error) {
   c.tx_handoff = false;
   if (c.fd >= 0) shutdown(c.fd, SHUT_RDWR);  // armed ops complete; closed at destruction
   FlushSlots(c.peer);
+  Wake();  // the NIC thread passes the peer's locks on
+}
+
+// ---- receiving (under mu_: the NIC thread, or a driving waiter) -------------
+
+bool TcpNicImpl::Driver::Drive() {
+  std::unique_lock<std::mutex> l(mu_, std::try_to_lock);
+  if (!l.owns_lock() || nic_ == nullptr) return false;
+  return nic_->DriveRx(all_peers_);
+}
+
+void TcpNicImpl::Driver::Retire() {
+  std::lock_guard<std::mutex> l(mu_);
+  nic_ = nullptr;
+}
+
+bool TcpNicImpl::DriveRx(bool all_peers) {
+  std::unique_lock<std::mutex> l(mu_, std::try_to_lock);
+  if (!l.owns_lock() || stopping_) return false;  // someone else is receiving
+  bool got = false;
+  for (Conn& c : conns_) {
+    if (c.fd >= 0 && c.alive && (all_peers || c.outstanding > 0)) got |= Receive(c);
+  }
+  if (got) FlushAll(false);  // the responses go out now, from this thread
+  return got;
+}
+
+// Compacts or grows c.rx so that a recv has room. False: no room (frames
+// stalled by injection fill it).
+bool TcpNicImpl::PrepareRx(Conn& c) {
+  if (c.rx_begin == c.rx_end) {
+    c.rx_begin = c.rx_end = c.scan = 0;
+  } else if (c.rx.size() - c.rx_end < kRxMinFree || c.rx_need > c.rx.size() - c.rx_begin) {
+    std::memmove(c.rx.data(), c.rx.data() + c.rx_begin, c.rx_end - c.rx_begin);
+    c.rx_end -= c.rx_begin;
+    c.scan -= c.rx_begin;
+    c.rx_begin = 0;
+  }
+  if (c.rx_need > c.rx.size()) c.rx.resize(c.rx_need + kRxMinFree);
+  return c.rx_end < c.rx.size();
+}
+
+bool TcpNicImpl::Receive(Conn& c) {
+  bool got = false;
+  while (c.alive) {
+    c.rx_blocked = !PrepareRx(c);
+    if (c.rx_blocked) break;  // the NIC thread reads on once stalled frames are handled
+    const size_t room = c.rx.size() - c.rx_end;
+    int res = InlineRecv(c.fd, c.rx.data() + c.rx_end, room);
+    if (res == -EAGAIN || res == -EINTR) break;
+    if (res <= 0) {
+      DropConn(c, res == 0 ? "peer closed" : std::strerror(-res), res < 0 && !stopping_);
+      break;
+    }
+    got = true;
+    c.rx_end += static_cast<size_t>(res);
+    if (inject_) StampArrivals_nt(c);
+    ProcessRx(c);
+    if (static_cast<size_t>(res) < room) break;  // drained; a poll catches what comes next
+  }
+  return got;
 }
 
 // ---- the NIC thread --------------------------------------------------------
@@ -241,22 +329,22 @@ void TcpNicImpl::OnSent_nt(Conn& c, int res) {
   c.tx_inflight.clear();
 }
 
-void TcpNicImpl::ArmRecv_nt(Conn& c) {
-  if (!c.alive || c.recv_armed || c.fd < 0) return;
-  if (c.rx_begin == c.rx_end) {
-    c.rx_begin = c.rx_end = c.scan = 0;
-  } else if (c.rx.size() - c.rx_end < kRxMinFree || c.rx_need > c.rx.size() - c.rx_begin) {
-    std::memmove(c.rx.data(), c.rx.data() + c.rx_begin, c.rx_end - c.rx_begin);
-    c.rx_end -= c.rx_begin;
-    c.scan -= c.rx_begin;
-    c.rx_begin = 0;
-  }
-  if (c.rx_need > c.rx.size()) c.rx.resize(c.rx_need + kRxMinFree);
-  if (c.rx_end == c.rx.size()) return;  // full of stalled frames (injection)
+// Multishot: one CQE per arrival until cancelled (StopAll_nt), so a busy
+// connection costs no re-arming.
+void TcpNicImpl::ArmPoll_nt(Conn& c) {
+  if (!c.alive || c.poll_armed || c.fd < 0) return;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  io_uring_prep_recv(sqe, c.fd, c.rx.data() + c.rx_end, c.rx.size() - c.rx_end, 0);
-  io_uring_sqe_set_data64(sqe, MakeTag(kTagRecv, c.peer));
-  c.recv_armed = true;
+  io_uring_prep_poll_multishot(sqe, c.fd, POLLIN | POLLRDHUP);
+  io_uring_sqe_set_data64(sqe, MakeTag(kTagPoll, c.peer));
+  c.poll_armed = true;
+  ++ring_inflight_;
+}
+
+void TcpNicImpl::RemovePoll_nt(Conn& c) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  io_uring_prep_poll_remove(sqe, MakeTag(kTagPoll, c.peer));
+  io_uring_sqe_set_data64(sqe, MakeTag(kTagPollRemove, c.peer));
+  c.poll_removing = true;
   ++ring_inflight_;
 }
 
@@ -264,7 +352,7 @@ void TcpNicImpl::StampArrivals_nt(Conn& c) {
   const auto now = Clock::now();
   while (c.rx_end - c.scan >= frame::kHeaderBytes) {
     uint32_t len = coding::DecodeFixed<uint32_t>(c.rx.data() + c.scan + 8);
-    if (len > frame::kMaxBody) break;  // malformed; ProcessRx_nt reports it
+    if (len > frame::kMaxBody) break;  // malformed; ProcessRx reports it
     size_t size = frame::kHeaderBytes + len;
     if (c.rx_end - c.scan < size) break;
     auto t = now;
@@ -278,19 +366,7 @@ void TcpNicImpl::StampArrivals_nt(Conn& c) {
   }
 }
 
-void TcpNicImpl::OnRecv_nt(Conn& c, int res) {
-  c.recv_armed = false;
-  if (!c.alive) return;
-  if (res <= 0) {
-    DropConn(c, res == 0 ? "peer closed" : std::strerror(-res), res < 0 && !stopping_);
-    return;
-  }
-  c.rx_end += static_cast<size_t>(res);
-  if (inject_) StampArrivals_nt(c);
-  ProcessRx_nt(c);
-}
-
-void TcpNicImpl::ProcessRx_nt(Conn& c) {
+void TcpNicImpl::ProcessRx(Conn& c) {
   std::string error;
   while (c.alive && c.rx_begin < c.rx_end) {
     std::span<const uint8_t> in(c.rx.data() + c.rx_begin, c.rx_end - c.rx_begin);
@@ -317,7 +393,7 @@ void TcpNicImpl::ProcessRx_nt(Conn& c) {
         while (Clock::now() < until) internal::CpuRelax();
       }
     }
-    if (!HandleFrame_nt(c, f, &error)) {
+    if (!HandleFrame(c, f, &error)) {
       DropConn(c, error, true);
       return;
     }
@@ -338,7 +414,7 @@ void TcpNicImpl::ProcessLoopback_nt() {
       size_t used = 0;
       std::span<const uint8_t> in(loop_buf_.data() + pos, loop_buf_.size() - pos);
       if (frame::Decode(in, opt_.epoch, &f, &used, &error) != frame::Decoded::kOk ||
-          !HandleFrame_nt(me, f, &error)) {
+          !HandleFrame(me, f, &error)) {
         spdlog::error("nic {}: bad loopback frame (a bug): {}", self(), error);
         break;
       }
@@ -347,14 +423,14 @@ void TcpNicImpl::ProcessLoopback_nt() {
   }
 }
 
-void TcpNicImpl::Respond_nt(NodeId to, uint32_t req, Opcode op, WcStatus st, uint64_t value,
+void TcpNicImpl::Respond(NodeId to, uint32_t req, Opcode op, WcStatus st, uint64_t value,
                             std::span<const uint8_t> data) {
   Conn& c = conns_[to];
   if (!c.alive) return;
   frame::EncodeResponse(opt_.epoch, req, op, st, value, data, &c.tx_pending);
 }
 
-bool TcpNicImpl::HandleFrame_nt(Conn& c, const frame::Frame& f, std::string* error) {
+bool TcpNicImpl::HandleFrame(Conn& c, const frame::Frame& f, std::string* error) {
   const NodeId from = c.peer;
   switch (f.type) {
     case frame::Type::kHello:
@@ -370,16 +446,16 @@ bool TcpNicImpl::HandleFrame_nt(Conn& c, const frame::Frame& f, std::string* err
     case frame::Type::kWrite: {
       uint8_t* p = regions_.Find(f.region, f.offset, f.data.size());
       if (p != nullptr && !f.data.empty()) std::memcpy(p, f.data.data(), f.data.size());
-      Respond_nt(from, f.req, Opcode::kWrite,
+      Respond(from, f.req, Opcode::kWrite,
                  p != nullptr ? WcStatus::kSuccess : WcStatus::kRemoteAccessError, 0, {});
       return true;
     }
     case frame::Type::kRead: {
       const uint8_t* p = regions_.Find(f.region, f.offset, f.length);
       if (p == nullptr) {
-        Respond_nt(from, f.req, Opcode::kRead, WcStatus::kRemoteAccessError, 0, {});
+        Respond(from, f.req, Opcode::kRead, WcStatus::kRemoteAccessError, 0, {});
       } else {
-        Respond_nt(from, f.req, Opcode::kRead, WcStatus::kSuccess, 0, {p, f.length});
+        Respond(from, f.req, Opcode::kRead, WcStatus::kSuccess, 0, {p, f.length});
       }
       return true;
     }
@@ -388,7 +464,7 @@ bool TcpNicImpl::HandleFrame_nt(Conn& c, const frame::Frame& f, std::string* err
       const Opcode op = f.type == frame::Type::kCas ? Opcode::kCas : Opcode::kFaa;
       uint64_t* w = regions_.FindWord(f.region, f.offset);
       if (w == nullptr) {
-        Respond_nt(from, f.req, op, WcStatus::kRemoteAccessError, 0, {});
+        Respond(from, f.req, op, WcStatus::kRemoteAccessError, 0, {});
         return true;
       }
       std::atomic_ref<uint64_t> a(*w);
@@ -399,14 +475,14 @@ bool TcpNicImpl::HandleFrame_nt(Conn& c, const frame::Frame& f, std::string* err
       } else {
         old = a.fetch_add(f.operand);
       }
-      Respond_nt(from, f.req, op, WcStatus::kSuccess, old, {});
+      Respond(from, f.req, op, WcStatus::kSuccess, old, {});
       return true;
     }
     case frame::Type::kLock: {
       if (f.lock >= kMaxLocks) {
-        Respond_nt(from, f.req, Opcode::kLock, WcStatus::kRemoteInvalidRequest, 0, {});
+        Respond(from, f.req, Opcode::kLock, WcStatus::kRemoteInvalidRequest, 0, {});
       } else if (locks_.Acquire(f.lock, {from, f.req}) == LockTable<LockWaiter>::Result::kGranted) {
-        Respond_nt(from, f.req, Opcode::kLock, WcStatus::kSuccess, 0, {});
+        Respond(from, f.req, Opcode::kLock, WcStatus::kSuccess, 0, {});
       }
       return true;
     }
@@ -414,21 +490,21 @@ bool TcpNicImpl::HandleFrame_nt(Conn& c, const frame::Frame& f, std::string* err
       bool passed = false;
       LockWaiter next;
       if (f.lock >= kMaxLocks || !locks_.Release(f.lock, from, &passed, &next)) {
-        Respond_nt(from, f.req, Opcode::kUnlock, WcStatus::kRemoteInvalidRequest, 0, {});
+        Respond(from, f.req, Opcode::kUnlock, WcStatus::kRemoteInvalidRequest, 0, {});
         return true;
       }
-      Respond_nt(from, f.req, Opcode::kUnlock, WcStatus::kSuccess, 0, {});
-      if (passed) Respond_nt(next.node, next.req, Opcode::kLock, WcStatus::kSuccess, 0, {});
+      Respond(from, f.req, Opcode::kUnlock, WcStatus::kSuccess, 0, {});
+      if (passed) Respond(next.node, next.req, Opcode::kLock, WcStatus::kSuccess, 0, {});
       return true;
     }
     case frame::Type::kResponse:
-      return Complete_nt(from, f, error);
+      return Complete(from, f, error);
   }
   *error = "unknown frame type";
   return false;
 }
 
-bool TcpNicImpl::Complete_nt(NodeId from, const frame::Frame& f, std::string* error) {
+bool TcpNicImpl::Complete(NodeId from, const frame::Frame& f, std::string* error) {
   const uint32_t slot = f.req & (kMaxOutstanding - 1);
   Pending& p = slots_[slot];
   if (!p.used || p.gen != f.req >> kSlotBits || p.peer != from || p.op != f.op) {
@@ -449,6 +525,7 @@ bool TcpNicImpl::Complete_nt(NodeId from, const frame::Frame& f, std::string* er
   }
   Deliver(p.cq, p, f.status, f.value);
   p.used = false;
+  --conns_[from].outstanding;
   free_.push_back(slot);
   return true;
 }
@@ -457,15 +534,25 @@ void TcpNicImpl::HandleCqe_nt(const io_uring_cqe* cqe) {
   const uint64_t tag = io_uring_cqe_get_data64(cqe);
   const auto kind = static_cast<Tag>(tag >> 56);
   const uint32_t idx = static_cast<uint32_t>(tag & 0xffffffff);
-  --ring_inflight_;
+  const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;  // a multishot poll stays armed
+  if (!more) --ring_inflight_;
   switch (kind) {
-    case kTagRecv: OnRecv_nt(conns_[idx], cqe->res); break;
+    case kTagPoll:
+      if (!more) conns_[idx].poll_armed = false;
+      if (more && stopping_ && !conns_[idx].poll_removing) RemovePoll_nt(conns_[idx]);
+      Receive(conns_[idx]);  // a driving waiter may have been first: then nothing
+      break;
     case kTagSend: OnSent_nt(conns_[idx], cqe->res); break;
     case kTagWake:
       wake_posted_.store(false, std::memory_order_release);
       wake_armed_ = false;
       break;
     case kTagCancel: break;
+    case kTagPollRemove:
+      conns_[idx].poll_removing = false;
+      // -EALREADY: the poll was firing; it stays armed, so remove it again.
+      if (cqe->res == -EALREADY && conns_[idx].poll_armed) RemovePoll_nt(conns_[idx]);
+      break;
   }
 }
 
@@ -474,6 +561,7 @@ void TcpNicImpl::StopAll_nt() {
     if (c.fd >= 0) shutdown(c.fd, SHUT_RDWR);
     c.alive = false;
     c.tx_pending.clear();
+    if (c.poll_armed) RemovePoll_nt(c);
   }
   for (NodeId n = 0; n < num_nodes(); ++n) FlushSlots(n);
   std::vector<LockWaiter> waiting;
@@ -511,7 +599,7 @@ void TcpNicImpl::Loop_nt() {
           if (!c.alive && !c.locks_dropped) {
             std::vector<std::pair<LockNo, LockWaiter>> grants;
             locks_.DropNode(c.peer, &grants);
-            for (auto& [lock, w] : grants) Respond_nt(w.node, w.req, Opcode::kLock, WcStatus::kSuccess, 0, {});
+            for (auto& [lock, w] : grants) Respond(w.node, w.req, Opcode::kLock, WcStatus::kSuccess, 0, {});
             c.locks_dropped = true;
           }
         }
@@ -519,7 +607,8 @@ void TcpNicImpl::Loop_nt() {
         for (Conn& c : conns_) {
           if (c.fd < 0) continue;
           if (!c.send_armed && !c.tx_pending.empty()) Flush(c, true);
-          ArmRecv_nt(c);
+          if (c.rx_blocked) Receive(c);
+          ArmPoll_nt(c);
           if (inject_ && c.alive && !c.ready_at.empty() && c.rx_begin < c.rx_end) {
             next_ready = std::min(next_ready, c.ready_at.front());
           }
@@ -554,9 +643,10 @@ void TcpNicImpl::Loop_nt() {
     io_uring_cq_advance(&ring_, seen);
     if (inject_) {
       for (Conn& c : conns_) {
-        if (c.fd >= 0 && c.alive) ProcessRx_nt(c);
+        if (c.fd >= 0 && c.alive) ProcessRx(c);
       }
     }
+    FlushAll(true);  // responses leave now, not after another turn of the loop
   }
 }
 

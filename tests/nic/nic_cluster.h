@@ -22,6 +22,13 @@ inline const char* ToString(Backend b) { return b == Backend::kFake ? "fake" : "
 inline constexpr RegionId kRegion = 3;
 inline constexpr auto kTimeout = std::chrono::seconds(30);  // generous: 2 loaded cores
 
+// The job key of test clusters (any nonzero key does).
+inline JobKey TestKey(uint8_t salt = 0) {
+  JobKey k;
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(0x5a ^ (i * 7) ^ salt);
+  return k;
+}
+
 struct Cluster {
   Cluster(Backend backend, uint32_t n, size_t bytes = 1 << 16, TcpOptions tmpl = {}) {
     mem.resize(n);
@@ -32,6 +39,7 @@ struct Cluster {
     } else {
       for (NodeId i = 0; i < n; ++i) {
         TcpOptions o = tmpl;
+        if (o.key == JobKey{}) o.key = TestKey();
         o.self = i;
         o.num_nodes = n;
         o.listen = "127.0.0.1:0";

@@ -1,6 +1,7 @@
 // The tcp backend against a hand-driven peer: the test plays node 1 over a
-// raw socket and feeds node 0 valid, hostile and malformed frames. Also large
-// transfers (partial sends, rx growth) and the injection knobs.
+// raw socket and feeds node 0 valid, hostile and malformed frames. Also the
+// job-key proof (a wrong key gets no NIC byte), large transfers (partial
+// sends, rx growth) and the injection knobs.
 #include <gtest/gtest.h>
 #include <netdb.h>
 #include <poll.h>
@@ -9,11 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
 
 #include "nic_ext/tcp/frame.h"
+#include "svmd/auth.h"
 #include "tests/nic/nic_cluster.h"
 
 namespace svm::nic::testing {
@@ -72,6 +75,44 @@ int Dial(const std::string& address) {
   return fd;
 }
 
+// The job-key proof a dialler owes before its hello.
+svmd::Status Prove(int fd, const JobKey& key) {
+  return svmd::Authenticate(fd, key, svmd::AuthRole::kClient, svmd::NowMs() + 30'000);
+}
+
+std::vector<uint8_t> HelloBytes(uint32_t node, uint32_t nodes, uint32_t epoch = 0) {
+  frame::Frame f;
+  f.type = frame::Type::kHello;
+  f.node = node;
+  f.num_nodes = nodes;
+  std::vector<uint8_t> b;
+  frame::Encode(f, epoch, &b);
+  return b;
+}
+
+// Everything the peer sends until it closes (or 30 s pass).
+std::vector<uint8_t> ReadUntilClosed(int fd) {
+  std::vector<uint8_t> all;
+  uint8_t b[4096];
+  while (true) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, 30'000) <= 0) {
+      ADD_FAILURE() << "the peer did not close the connection";
+      return all;
+    }
+    ssize_t r = recv(fd, b, sizeof b, 0);
+    if (r <= 0) return all;
+    all.insert(all.end(), b, b + r);
+  }
+}
+
+// True if `bytes` hold the NIC frame magic anywhere.
+bool HasNicFrame(const std::vector<uint8_t>& bytes) {
+  uint8_t magic[4];
+  std::memcpy(magic, &frame::kMagic, 4);
+  return std::search(bytes.begin(), bytes.end(), magic, magic + 4) != bytes.end();
+}
+
 // Node 0 is a real TcpNic; node 1 is this test, over a raw socket.
 class RawPeerTest : public ::testing::Test {
  protected:
@@ -81,6 +122,7 @@ class RawPeerTest : public ::testing::Test {
     o.num_nodes = 2;
     o.epoch = kEpoch;
     o.setup_timeout = std::chrono::seconds(30);
+    o.key = TestKey();
     ASSERT_TRUE(TcpNic::Create(o, &nic_).ok());
     ASSERT_TRUE(nic_->RegisterRegion({kRegion, mem_.data(), mem_.size() * 8}).ok());
     for (size_t i = 0; i < mem_.size(); ++i) mem_[i] = i;
@@ -88,6 +130,8 @@ class RawPeerTest : public ::testing::Test {
     std::thread t([&] { connect_status_ = nic_->Connect(addrs); });
     fd_ = Dial(nic_->listen_address());
     ASSERT_GE(fd_, 0);
+    svmd::Status auth = Prove(fd_, TestKey());
+    ASSERT_TRUE(auth.ok()) << auth.ToString();
     SendFrame(Hello(1));
     frame::Frame h = ReadFrame();
     EXPECT_EQ(h.type, frame::Type::kHello);
@@ -288,23 +332,16 @@ TEST(TcpSetupTest, RefusesABadHelloThenAcceptsTheRightPeer) {
   LogCapture log;
   TcpOptions o;
   o.num_nodes = 2;
+  o.key = TestKey();
   std::unique_ptr<TcpNic> nic;
   ASSERT_TRUE(TcpNic::Create(o, &nic).ok());
   std::vector<std::string> addrs = {nic->listen_address(), "unused:1"};
   Status st;
   std::thread t([&] { st = nic->Connect(addrs); });
-  auto hello = [](uint32_t node, uint32_t nodes) {
-    frame::Frame f;
-    f.type = frame::Type::kHello;
-    f.node = node;
-    f.num_nodes = nodes;
-    std::vector<uint8_t> b;
-    frame::Encode(f, 0, &b);
-    return b;
-  };
-  for (auto bad : {hello(0, 2), hello(1, 3), std::vector<uint8_t>(24, 7)}) {
+  for (auto bad : {HelloBytes(0, 2), HelloBytes(1, 3), std::vector<uint8_t>(24, 7)}) {
     int fd = Dial(nic->listen_address());
     ASSERT_GE(fd, 0);
+    ASSERT_TRUE(Prove(fd, TestKey()).ok());  // the right key, then a bad hello
     send(fd, bad.data(), bad.size(), MSG_NOSIGNAL);
     uint8_t b;
     pollfd pfd{fd, POLLIN, 0};
@@ -313,7 +350,8 @@ TEST(TcpSetupTest, RefusesABadHelloThenAcceptsTheRightPeer) {
     close(fd);
   }
   int fd = Dial(nic->listen_address());
-  auto good = hello(1, 2);
+  ASSERT_TRUE(Prove(fd, TestKey()).ok());
+  auto good = HelloBytes(1, 2);
   send(fd, good.data(), good.size(), MSG_NOSIGNAL);
   t.join();
   EXPECT_TRUE(st.ok()) << st.ToString();
@@ -325,6 +363,8 @@ TEST(TcpSetupTest, RefusesABadHelloThenAcceptsTheRightPeer) {
 TEST(TcpSetupTest, BadAddressesAndParametersAreErrors) {
   std::unique_ptr<TcpNic> nic;
   TcpOptions o;
+  EXPECT_FALSE(TcpNic::Create(o, &nic).ok());  // no job key
+  o.key = TestKey();
   o.listen = "no-port";
   EXPECT_FALSE(TcpNic::Create(o, &nic).ok());
   o.listen = "127.0.0.1:0";
@@ -339,6 +379,103 @@ TEST(TcpSetupTest, BadAddressesAndParametersAreErrors) {
   std::vector<std::string> two = {"127.0.0.1:1", nic->listen_address()};
   Status s = nic->Connect(two);  // nobody listens on port 1
   EXPECT_FALSE(s.ok());
+}
+
+// A client without the job key can neither complete the hello nor read a byte
+// of registered memory; the NIC logs and drops it, then takes the real peer.
+TEST(TcpAuthTest, WrongKeyGetsNoHelloAndNoMemory) {
+  LogCapture log;
+  std::vector<uint64_t> mem(64, 0x5ec7e75ec7e7ull);
+  TcpOptions o;
+  o.num_nodes = 2;
+  o.key = TestKey();
+  std::unique_ptr<TcpNic> nic;
+  ASSERT_TRUE(TcpNic::Create(o, &nic).ok());
+  ASSERT_TRUE(nic->RegisterRegion({kRegion, mem.data(), mem.size() * 8}).ok());
+  std::vector<std::string> addrs = {nic->listen_address(), "unused:1"};
+  Status st;
+  std::thread t([&] { st = nic->Connect(addrs); });
+
+  std::vector<uint8_t> attack = HelloBytes(1, 2);
+  frame::Frame rd;
+  rd.type = frame::Type::kRead;
+  rd.req = 1;
+  rd.region = kRegion;
+  rd.length = 64;
+  frame::Encode(rd, 0, &attack);
+  uint8_t secret[8];
+  std::memcpy(secret, mem.data(), 8);
+
+  // 1. A wrong key: the proof fails, nothing after it is answered.
+  int fd = Dial(nic->listen_address());
+  ASSERT_GE(fd, 0);
+  svmd::Status auth = Prove(fd, TestKey(1));
+  EXPECT_EQ(auth.code(), svmd::Status::Code::kAuthFailed) << auth.ToString();
+  send(fd, attack.data(), attack.size(), MSG_NOSIGNAL);
+  std::vector<uint8_t> got = ReadUntilClosed(fd);
+  EXPECT_TRUE(got.empty()) << got.size() << " bytes after a failed proof";
+  close(fd);
+
+  // 2. No proof at all: a NIC hello and a READ straight away.
+  fd = Dial(nic->listen_address());
+  ASSERT_GE(fd, 0);
+  send(fd, attack.data(), attack.size(), MSG_NOSIGNAL);
+  got = ReadUntilClosed(fd);  // at most the server's auth hello
+  EXPECT_FALSE(HasNicFrame(got));
+  EXPECT_EQ(std::search(got.begin(), got.end(), secret, secret + 8), got.end());
+  close(fd);
+
+  // 3. The real peer still gets in and is served.
+  fd = Dial(nic->listen_address());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Prove(fd, TestKey()).ok());
+  send(fd, attack.data(), attack.size(), MSG_NOSIGNAL);
+  t.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<uint8_t> resp(HelloBytes(0, 2).size() + frame::kHeaderBytes +
+                            frame::kResponseBytes + 64);
+  ASSERT_TRUE(ReadAll(fd, resp.data(), resp.size()));  // its hello, then the READ response
+  frame::Frame f;
+  size_t used = 0;
+  std::string err;
+  ASSERT_EQ(frame::Decode(resp, 0, &f, &used, &err), frame::Decoded::kOk) << err;
+  EXPECT_EQ(f.type, frame::Type::kHello);
+  ASSERT_EQ(frame::Decode(std::span(resp).subspan(used), 0, &f, &used, &err), frame::Decoded::kOk)
+      << err;
+  EXPECT_EQ(f.type, frame::Type::kResponse);
+  ASSERT_EQ(f.data.size(), 64u);
+  EXPECT_EQ(std::memcmp(f.data.data(), mem.data(), 64), 0);
+
+  EXPECT_TRUE(log.Contains("refusing a connection")) << log.All();
+  EXPECT_TRUE(log.Contains("the client did not prove the key")) << log.All();
+  EXPECT_TRUE(log.Contains("bad magic")) << log.All();
+  nic.reset();
+  close(fd);
+}
+
+// Two real NICs with different keys never connect; both sides say why.
+TEST(TcpAuthTest, NodesWithDifferentKeysRefuseEachOther) {
+  LogCapture log;
+  std::vector<std::unique_ptr<TcpNic>> nics(2);
+  std::vector<std::string> addrs;
+  for (NodeId i = 0; i < 2; ++i) {
+    TcpOptions o;
+    o.self = i;
+    o.num_nodes = 2;
+    o.key = TestKey(static_cast<uint8_t>(i));
+    o.setup_timeout = std::chrono::milliseconds(1500);
+    ASSERT_TRUE(TcpNic::Create(o, &nics[i]).ok());
+    addrs.push_back(nics[i]->listen_address());
+  }
+  Status st0;
+  std::thread t([&] { st0 = nics[0]->Connect(addrs); });
+  Status st1 = nics[1]->Connect(addrs);
+  t.join();
+  EXPECT_FALSE(st1.ok());
+  EXPECT_NE(st1.ToString().find("authentication failed"), std::string::npos) << st1.ToString();
+  EXPECT_FALSE(st0.ok());  // node 1 never proved the key before the setup deadline
+  EXPECT_TRUE(log.Contains("did not prove the key")) << log.All();
+  EXPECT_TRUE(log.Contains("connection to node 0")) << log.All();
 }
 
 // Big transfers: partial sends handed to the NIC thread, rx buffer growth.

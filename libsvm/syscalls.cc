@@ -1,0 +1,324 @@
+#include "libsvm/syscalls.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "libsvm/runtime.h"
+#include "libsvm/thread_state.h"
+
+extern "C" {
+[[noreturn]] void __chk_fail(void);
+void _IO_doallocbuf(FILE*);
+int __uflow(FILE*);
+int __isoc99_vfscanf(FILE*, const char*, va_list);
+int __isoc99_vscanf(const char*, va_list);
+}
+
+namespace svm::rt {
+namespace {
+
+// glibc's functions, resolved when libsvm loads (a first call may come from
+// a signal handler, where dlsym is not safe).
+template <typename Fn>
+Fn Next(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+struct Real {
+  decltype(&::read) read = Next<decltype(&::read)>("read");
+  decltype(&::pread) pread = Next<decltype(&::pread)>("pread");
+  decltype(&::readv) readv = Next<decltype(&::readv)>("readv");
+  decltype(&::preadv) preadv = Next<decltype(&::preadv)>("preadv");
+  decltype(&::recv) recv = Next<decltype(&::recv)>("recv");
+  decltype(&::recvfrom) recvfrom = Next<decltype(&::recvfrom)>("recvfrom");
+  decltype(&::recvmsg) recvmsg = Next<decltype(&::recvmsg)>("recvmsg");
+  decltype(&::write) write = Next<decltype(&::write)>("write");
+  decltype(&::pwrite) pwrite = Next<decltype(&::pwrite)>("pwrite");
+  decltype(&::writev) writev = Next<decltype(&::writev)>("writev");
+  decltype(&::pwritev) pwritev = Next<decltype(&::pwritev)>("pwritev");
+  decltype(&::send) send = Next<decltype(&::send)>("send");
+  decltype(&::sendto) sendto = Next<decltype(&::sendto)>("sendto");
+  decltype(&::sendmsg) sendmsg = Next<decltype(&::sendmsg)>("sendmsg");
+  decltype(&::fread) fread = Next<decltype(&::fread)>("fread");
+  decltype(&::fwrite) fwrite = Next<decltype(&::fwrite)>("fwrite");
+  decltype(&::fgets) fgets = Next<decltype(&::fgets)>("fgets");
+  decltype(&::fgetc) fgetc = Next<decltype(&::fgetc)>("fgetc");
+  decltype(&::getc) getc = Next<decltype(&::getc)>("getc");
+  decltype(&::getchar) getchar = Next<decltype(&::getchar)>("getchar");
+  decltype(&::__uflow) uflow = Next<decltype(&::__uflow)>("__uflow");
+  decltype(&::getdelim) getdelim = Next<decltype(&::getdelim)>("getdelim");
+  decltype(&::vfscanf) vfscanf = Next<decltype(&::vfscanf)>("vfscanf");
+  decltype(&::__isoc99_vfscanf) iso_vfscanf = Next<decltype(&::__isoc99_vfscanf)>("__isoc99_vfscanf");
+};
+
+Real& R() {
+  static Real real;
+  return real;
+}
+__attribute__((constructor)) void ResolveEarly() { R(); }
+
+// Whether the caller is a program thread of a running node.
+bool Ours() { return t_app && !t_in_runtime && Runtime::Get() != nullptr; }
+
+void Prepare(const void* p, size_t n, Access a) {
+  if (p != nullptr && n != 0) Runtime::Get()->PrepareBuffer(p, n, a);
+}
+
+void PrepareIov(const iovec* iov, int count, Access a) {
+  for (int i = 0; iov != nullptr && i < count; ++i) Prepare(iov[i].iov_base, iov[i].iov_len, a);
+}
+
+// What a read of n bytes at offset (-1: the file position) can fill: less
+// than n only for a regular file.
+size_t Fillable(int fd, size_t n, off_t offset) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return n;
+  if (offset < 0) offset = lseek(fd, 0, SEEK_CUR);
+  if (offset < 0) return n;
+  return st.st_size > offset ? std::min<size_t>(n, size_t(st.st_size - offset)) : 0;
+}
+
+// Runs call() (a system call returning -1 and errno on failure) after
+// prepare(); on EFAULT prepares again and retries.
+template <typename Prepare, typename Call>
+auto Retry(Prepare prepare, Call call) {
+  for (int attempt = 0;; ++attempt) {
+    prepare();
+    auto r = call();
+    if (r >= 0 || errno != EFAULT || attempt == kSyscallRetries) return r;
+  }
+}
+
+// Gives f its buffer from private memory if it has none yet (see header).
+void PrivateBuffer(FILE* f) {
+  if (f != nullptr && f->_IO_buf_base == nullptr) {
+    RuntimeScope scope;
+    _IO_doallocbuf(f);
+  }
+}
+
+// fread/fwrite: items move until done, EOF or an error other than EFAULT;
+// on EFAULT the stream's error is cleared and the rest retried.
+template <typename Call>
+size_t Items(char* p, size_t size, size_t n, FILE* f, Access a, Call call) {
+  size_t done = 0;
+  for (int attempt = 0; done < n; ++attempt) {
+    Prepare(p + done * size, (n - done) * size, a);
+    const size_t got = call(p + done * size, n - done);
+    done += got;
+    if (done == n || attempt == kSyscallRetries || !ferror(f) || errno != EFAULT) break;
+    clearerr(f);
+  }
+  return done;
+}
+
+}  // namespace
+
+ssize_t Read(int fd, void* buf, size_t n) {
+  if (!Ours()) return R().read(fd, buf, n);
+  return Retry([&] { Prepare(buf, Fillable(fd, n, -1), Access::kWrite); },
+               [&] { return R().read(fd, buf, n); });
+}
+
+ssize_t Pread(int fd, void* buf, size_t n, off_t offset) {
+  if (!Ours()) return R().pread(fd, buf, n, offset);
+  return Retry([&] { Prepare(buf, Fillable(fd, n, offset), Access::kWrite); },
+               [&] { return R().pread(fd, buf, n, offset); });
+}
+
+ssize_t Readv(int fd, const iovec* iov, int count) {
+  if (!Ours()) return R().readv(fd, iov, count);
+  return Retry([&] { PrepareIov(iov, count, Access::kWrite); }, [&] { return R().readv(fd, iov, count); });
+}
+
+ssize_t Preadv(int fd, const iovec* iov, int count, off_t offset) {
+  if (!Ours()) return R().preadv(fd, iov, count, offset);
+  return Retry([&] { PrepareIov(iov, count, Access::kWrite); },
+               [&] { return R().preadv(fd, iov, count, offset); });
+}
+
+ssize_t Recv(int fd, void* buf, size_t n, int flags) {
+  if (!Ours()) return R().recv(fd, buf, n, flags);
+  return Retry([&] { Prepare(buf, n, Access::kWrite); }, [&] { return R().recv(fd, buf, n, flags); });
+}
+
+ssize_t Recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from, socklen_t* from_len) {
+  if (!Ours()) return R().recvfrom(fd, buf, n, flags, from, from_len);
+  return Retry(
+      [&] {
+        Prepare(buf, n, Access::kWrite);
+        if (from_len) {
+          Prepare(from_len, sizeof(*from_len), Access::kWrite);
+          Prepare(from, *from_len, Access::kWrite);
+        }
+      },
+      [&] { return R().recvfrom(fd, buf, n, flags, from, from_len); });
+}
+
+ssize_t Recvmsg(int fd, msghdr* msg, int flags) {
+  if (!Ours()) return R().recvmsg(fd, msg, flags);
+  return Retry(
+      [&] {
+        Prepare(msg, sizeof(*msg), Access::kWrite);  // the kernel updates the lengths and flags
+        PrepareIov(msg->msg_iov, int(msg->msg_iovlen), Access::kWrite);
+        Prepare(msg->msg_iov, msg->msg_iovlen * sizeof(iovec), Access::kRead);
+        Prepare(msg->msg_name, msg->msg_namelen, Access::kWrite);
+        Prepare(msg->msg_control, msg->msg_controllen, Access::kWrite);
+      },
+      [&] { return R().recvmsg(fd, msg, flags); });
+}
+
+ssize_t Write(int fd, const void* buf, size_t n) {
+  if (!Ours()) return R().write(fd, buf, n);
+  return Retry([&] { Prepare(buf, n, Access::kRead); }, [&] { return R().write(fd, buf, n); });
+}
+
+ssize_t Pwrite(int fd, const void* buf, size_t n, off_t offset) {
+  if (!Ours()) return R().pwrite(fd, buf, n, offset);
+  return Retry([&] { Prepare(buf, n, Access::kRead); }, [&] { return R().pwrite(fd, buf, n, offset); });
+}
+
+ssize_t Writev(int fd, const iovec* iov, int count) {
+  if (!Ours()) return R().writev(fd, iov, count);
+  return Retry(
+      [&] {
+        Prepare(iov, size_t(count) * sizeof(iovec), Access::kRead);
+        PrepareIov(iov, count, Access::kRead);
+      },
+      [&] { return R().writev(fd, iov, count); });
+}
+
+ssize_t Pwritev(int fd, const iovec* iov, int count, off_t offset) {
+  if (!Ours()) return R().pwritev(fd, iov, count, offset);
+  return Retry(
+      [&] {
+        Prepare(iov, size_t(count) * sizeof(iovec), Access::kRead);
+        PrepareIov(iov, count, Access::kRead);
+      },
+      [&] { return R().pwritev(fd, iov, count, offset); });
+}
+
+ssize_t Send(int fd, const void* buf, size_t n, int flags) {
+  if (!Ours()) return R().send(fd, buf, n, flags);
+  return Retry([&] { Prepare(buf, n, Access::kRead); }, [&] { return R().send(fd, buf, n, flags); });
+}
+
+ssize_t Sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to, socklen_t to_len) {
+  if (!Ours()) return R().sendto(fd, buf, n, flags, to, to_len);
+  return Retry(
+      [&] {
+        Prepare(buf, n, Access::kRead);
+        Prepare(to, to_len, Access::kRead);
+      },
+      [&] { return R().sendto(fd, buf, n, flags, to, to_len); });
+}
+
+ssize_t Sendmsg(int fd, const msghdr* msg, int flags) {
+  if (!Ours()) return R().sendmsg(fd, msg, flags);
+  return Retry(
+      [&] {
+        Prepare(msg, sizeof(*msg), Access::kRead);
+        Prepare(msg->msg_iov, msg->msg_iovlen * sizeof(iovec), Access::kRead);
+        PrepareIov(msg->msg_iov, int(msg->msg_iovlen), Access::kRead);
+        Prepare(msg->msg_name, msg->msg_namelen, Access::kRead);
+        Prepare(msg->msg_control, msg->msg_controllen, Access::kRead);
+      },
+      [&] { return R().sendmsg(fd, msg, flags); });
+}
+
+ssize_t ReadChk(int fd, void* buf, size_t n, size_t buf_len) {
+  if (n > buf_len) __chk_fail();
+  return Read(fd, buf, n);
+}
+
+ssize_t PreadChk(int fd, void* buf, size_t n, off_t offset, size_t buf_len) {
+  if (n > buf_len) __chk_fail();
+  return Pread(fd, buf, n, offset);
+}
+
+ssize_t RecvChk(int fd, void* buf, size_t n, size_t buf_len, int flags) {
+  if (n > buf_len) __chk_fail();
+  return Recv(fd, buf, n, flags);
+}
+
+ssize_t RecvfromChk(int fd, void* buf, size_t n, size_t buf_len, int flags, sockaddr* from,
+                    socklen_t* from_len) {
+  if (n > buf_len) __chk_fail();
+  return Recvfrom(fd, buf, n, flags, from, from_len);
+}
+
+size_t Fread(void* p, size_t size, size_t n, FILE* f) {
+  if (!Ours() || size == 0) return R().fread(p, size, n, f);
+  PrivateBuffer(f);
+  return Items(static_cast<char*>(p), size, n, f, Access::kWrite,
+               [&](char* at, size_t items) { return R().fread(at, size, items, f); });
+}
+
+size_t FreadChk(void* p, size_t p_len, size_t size, size_t n, FILE* f) {
+  size_t bytes;
+  if (__builtin_mul_overflow(size, n, &bytes) || bytes > p_len) __chk_fail();
+  return Fread(p, size, n, f);
+}
+
+size_t Fwrite(const void* p, size_t size, size_t n, FILE* f) {
+  if (!Ours() || size == 0) return R().fwrite(p, size, n, f);
+  return Items(const_cast<char*>(static_cast<const char*>(p)), size, n, f, Access::kRead,
+               [&](char* at, size_t items) { return R().fwrite(at, size, items, f); });
+}
+
+char* Fgets(char* s, int n, FILE* f) {
+  if (Ours()) {
+    PrivateBuffer(f);
+    if (n > 0) Prepare(s, size_t(n), Access::kWrite);
+  }
+  return R().fgets(s, n, f);
+}
+
+char* FgetsChk(char* s, size_t s_len, int n, FILE* f) {
+  if (n < 0 || size_t(n) > s_len) __chk_fail();
+  return Fgets(s, n, f);
+}
+
+int Fgetc(FILE* f) {
+  if (Ours()) PrivateBuffer(f);
+  return R().fgetc(f);
+}
+
+int Getc(FILE* f) {
+  if (Ours()) PrivateBuffer(f);
+  return R().getc(f);
+}
+
+int Getchar() {
+  if (Ours()) PrivateBuffer(stdin);
+  return R().getchar();
+}
+
+int Uflow(FILE* f) {
+  if (Ours()) PrivateBuffer(f);
+  return R().uflow(f);
+}
+
+// The line itself is the program's (the shared heap, grown with realloc in
+// user mode); only the stream's buffer must be private.
+ssize_t Getdelim(char** line, size_t* cap, int delim, FILE* f) {
+  if (Ours()) PrivateBuffer(f);
+  return R().getdelim(line, cap, delim, f);
+}
+
+ssize_t Getline(char** line, size_t* cap, FILE* f) { return Getdelim(line, cap, '\n', f); }
+
+// Conversions store through the program's pointers in user mode (faults are
+// served as usual); only the stream's buffer must be private.
+int Vfscanf(FILE* f, const char* format, va_list ap, bool iso) {
+  if (Ours()) PrivateBuffer(f);
+  return iso ? R().iso_vfscanf(f, format, ap) : R().vfscanf(f, format, ap);
+}
+
+int Vscanf(const char* format, va_list ap, bool iso) { return Vfscanf(stdin, format, ap, iso); }
+
+}  // namespace svm::rt

@@ -1,0 +1,296 @@
+#include "svmd/stats_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace svm::svmd {
+namespace {
+
+using json = nlohmann::json;
+
+// The order categories appear in (libsvm/stats.h's Category); unknown ones
+// from a newer runtime follow in their own order.
+constexpr const char* kOrder[] = {"compute",       "data_protocol", "data_wait",        "lock_protocol",
+                                  "lock_wait",     "barrier_protocol", "barrier_wait", "threads",
+                                  "twin",          "diff",          "protect",          "handler",
+                                  "idle"};
+
+const char* Label(const std::string& c) {
+  static const std::map<std::string, const char*> labels = {
+      {"compute", "compute"},
+      {"data_protocol", "data wait: protocol"},
+      {"data_wait", "data wait: blocked"},
+      {"lock_protocol", "lock: protocol"},
+      {"lock_wait", "lock: wait"},
+      {"barrier_protocol", "barrier: protocol"},
+      {"barrier_wait", "barrier: wait"},
+      {"threads", "thread create/join"},
+      {"twin", "overhead: twin"},
+      {"diff", "overhead: diff"},
+      {"protect", "overhead: protection"},
+      {"handler", "handler"},
+      {"idle", "idle"},
+  };
+  auto it = labels.find(c);
+  return it == labels.end() ? c.c_str() : it->second;
+}
+
+// min / avg / max / total of a list of values.
+json Spread(const std::vector<double>& v) {
+  if (v.empty()) return {{"min", 0}, {"avg", 0}, {"max", 0}, {"total", 0}};
+  double lo = std::numeric_limits<double>::max(), hi = 0, sum = 0;
+  for (double x : v) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  return {{"min", lo}, {"avg", sum / double(v.size())}, {"max", hi}, {"total", sum}};
+}
+
+// Adds the numbers of v into acc, recursing through objects.
+void AddInto(json& acc, const json& v) {
+  if (v.is_number()) {
+    acc = (acc.is_number() ? acc.get<uint64_t>() : 0) + v.get<uint64_t>();
+    return;
+  }
+  if (!v.is_object()) return;
+  if (!acc.is_object()) acc = json::object();
+  for (auto it = v.begin(); it != v.end(); ++it) AddInto(acc[it.key()], it.value());
+}
+
+Status CheckThread(const json& t, uint32_t node) {
+  const std::string where = "node " + std::to_string(node) + "'s report: ";
+  if (!t.is_object() || !t.contains("kind") || !t["kind"].is_string() || !t.contains("elapsed_ns") ||
+      !t["elapsed_ns"].is_number() || !t.contains("time_ns") || !t["time_ns"].is_object())
+    return Status::InvalidArgument(where + "a thread record lacks kind, elapsed_ns or time_ns");
+  for (auto& v : t["time_ns"])
+    if (!v.is_number()) return Status::InvalidArgument(where + "a time is not a number");
+  return Status::Ok();
+}
+
+// The categories of these threads' times, in kOrder first.
+std::vector<std::string> CategoriesOf(const std::vector<const json*>& times) {
+  std::vector<std::string> out;
+  for (const char* c : kOrder)
+    for (const json* t : times)
+      if (t->contains(c)) {
+        out.push_back(c);
+        break;
+      }
+  for (const json* t : times)
+    for (auto it = t->begin(); it != t->end(); ++it)
+      if (std::find(out.begin(), out.end(), it.key()) == out.end()) out.push_back(it.key());
+  return out;
+}
+
+// Spreads of each category over a set of time objects (one per thread),
+// their sums ("elapsed") and compute / elapsed.
+json Breakdown(const std::vector<const json*>& times) {
+  json out;
+  json per = json::object();
+  std::vector<double> totals(times.size(), 0);
+  const std::vector<std::string> categories = CategoriesOf(times);
+  out["categories"] = categories;  // JSON objects do not keep an order
+  for (const std::string& c : categories) {
+    std::vector<double> v;
+    for (size_t i = 0; i < times.size(); ++i) {
+      const double x = times[i]->value(c, 0.0);
+      v.push_back(x);
+      totals[i] += x;
+    }
+    per[c] = Spread(v);
+  }
+  out["time_ns"] = std::move(per);
+  out["elapsed_ns"] = Spread(totals);
+  double compute = 0, all = 0;
+  for (size_t i = 0; i < times.size(); ++i) {
+    compute += times[i]->value("compute", 0.0);
+    all += totals[i];
+  }
+  out["efficiency"] = all > 0 ? compute / all : 0.0;
+  out["threads"] = times.size();
+  return out;
+}
+
+std::string Ms(double ns) {
+  char b[32];
+  snprintf(b, sizeof(b), "%.3f", ns / 1e6);
+  return b;
+}
+
+std::string Bytes(uint64_t n) {
+  char b[32];
+  if (n < 10 * 1024) snprintf(b, sizeof(b), "%llu B", static_cast<unsigned long long>(n));
+  else if (n < 10 * 1024 * 1024) snprintf(b, sizeof(b), "%.1f KiB", double(n) / 1024);
+  else snprintf(b, sizeof(b), "%.1f MiB", double(n) / (1024 * 1024));
+  return b;
+}
+
+void Table(std::string& out, const json& breakdown, bool skip_zero) {
+  char line[160];
+  snprintf(line, sizeof(line), "  %-24s %12s %12s %12s\n", "time per thread (ms)", "min", "avg", "max");
+  out += line;
+  auto row = [&](const std::string& label, const json& s) {
+    snprintf(line, sizeof(line), "  %-24s %12s %12s %12s\n", label.c_str(), Ms(s["min"]).c_str(),
+             Ms(s["avg"]).c_str(), Ms(s["max"]).c_str());
+    out += line;
+  };
+  for (const json& c : breakdown["categories"]) {
+    const std::string name = c.get<std::string>();
+    const json& spread = breakdown["time_ns"][name];
+    if (skip_zero && name != "compute" && spread["max"].get<double>() == 0) continue;
+    row(Label(name), spread);
+  }
+  row("elapsed", breakdown["elapsed_ns"]);
+}
+
+uint64_t U(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<uint64_t>() : 0;
+}
+
+}  // namespace
+
+Status ReadNodeReports(const std::string& dir, uint32_t nodes, std::vector<json>* reports,
+                       std::vector<uint32_t>* missing) {
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const std::string path = dir + "/node-" + std::to_string(i) + ".json";
+    std::ifstream in(path);
+    if (!in) {
+      missing->push_back(i);
+      continue;
+    }
+    json j = json::parse(in, nullptr, false);
+    if (j.is_discarded()) return Status::InvalidArgument(path + ": not valid JSON");
+    reports->push_back(std::move(j));
+  }
+  return Status::Ok();
+}
+
+Status MergeStats(const std::vector<json>& reports, uint32_t nodes, const std::vector<uint32_t>& missing,
+                  int64_t elapsed_ns, json* out) {
+  json m;
+  m["version"] = 1;
+  m["nodes"] = nodes;
+  m["elapsed_ns"] = elapsed_ns;
+  m["missing_nodes"] = missing;
+  json threads = json::array();
+  json counters = json::object();
+  json per_node = json::array();
+  for (const json& r : reports) {
+    if (!r.is_object() || !r.contains("node") || !r["node"].is_number_unsigned() ||
+        !r.contains("threads") || !r["threads"].is_array() || !r.contains("counters") ||
+        !r["counters"].is_object())
+      return Status::InvalidArgument("a node report lacks node, threads or counters");
+    const auto node = r["node"].get<uint32_t>();
+    for (const json& t : r["threads"]) {
+      if (Status s = CheckThread(t, node); !s.ok()) return s;
+      threads.push_back(t);
+    }
+    AddInto(counters, r["counters"]);
+    per_node.push_back({{"node", node}, {"pid", r.value("pid", 0)}, {"counters", r["counters"]}});
+  }
+  // Program threads first, by node and number; then the handlers.
+  std::stable_sort(threads.begin(), threads.end(), [](const json& a, const json& b) {
+    auto key = [](const json& t) {
+      return std::tuple(t["kind"].get<std::string>() != "app", t.value("node", 0u), t.value("thread", uint64_t(0)));
+    };
+    return key(a) < key(b);
+  });
+
+  std::vector<const json*> app, handler;
+  std::map<std::string, std::vector<const json*>> phases;
+  for (const json& t : threads) {
+    const bool is_app = t["kind"] == "app";
+    (is_app ? app : handler).push_back(&t["time_ns"]);
+    if (!t.contains("phases") || !t["phases"].is_array()) continue;
+    for (const json& p : t["phases"])
+      if (p.is_object() && p.contains("name") && p["name"].is_string() && p.contains("time_ns") &&
+          p["time_ns"].is_object())
+        phases[p["name"].get<std::string>()].push_back(&p["time_ns"]);
+  }
+  json summary = Breakdown(app);
+  std::vector<double> busy;
+  for (const json* h : handler) {
+    double b = 0;
+    for (auto it = h->begin(); it != h->end(); ++it)
+      if (it.key() != "idle") b += it.value().get<double>();
+    busy.push_back(b);
+  }
+  summary["handler_busy_ns"] = Spread(busy);
+  summary["handlers"] = handler.size();
+  json phase_summary = json::object();
+  for (auto& [name, times] : phases) phase_summary[name] = Breakdown(times);
+
+  m["threads"] = std::move(threads);
+  m["counters"] = std::move(counters);
+  m["per_node"] = std::move(per_node);
+  m["summary"] = std::move(summary);
+  m["phases"] = std::move(phase_summary);
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+std::string FormatStatsSummary(const json& m) {
+  std::string out;
+  char line[256];
+  const json& s = m["summary"];
+  snprintf(line, sizeof(line), "svm statistics: %u nodes, %zu threads, elapsed %s ms",
+           m["nodes"].get<uint32_t>(), s["threads"].get<size_t>(), Ms(m["elapsed_ns"]).c_str());
+  out += line;
+  if (!m["missing_nodes"].empty()) out += " (no report from nodes " + m["missing_nodes"].dump() + ")";
+  out += "\n";
+  Table(out, s, true);
+  if (s["handlers"].get<size_t>() > 0) {
+    const json& h = s["handler_busy_ns"];
+    snprintf(line, sizeof(line), "  %-24s %12s %12s %12s  (%zu handler threads)\n", "handler busy",
+             Ms(h["min"]).c_str(), Ms(h["avg"]).c_str(), Ms(h["max"]).c_str(), s["handlers"].get<size_t>());
+    out += line;
+  }
+  snprintf(line, sizeof(line), "  protocol efficiency (compute / elapsed): %.1f %%\n",
+           100.0 * s["efficiency"].get<double>());
+  out += line;
+
+  const json& c = m["counters"];
+  snprintf(line, sizeof(line),
+           "  faults %llu read / %llu write; fetches %llu (retries %llu); twins %llu; diffs %llu (%s, %llu "
+           "runs); invalidations %llu\n",
+           (unsigned long long)U(c, "read_faults"), (unsigned long long)U(c, "write_faults"),
+           (unsigned long long)U(c, "fetches"), (unsigned long long)U(c, "fetch_retries"),
+           (unsigned long long)U(c, "twins"), (unsigned long long)U(c, "diffs"),
+           Bytes(U(c, "diff_bytes")).c_str(), (unsigned long long)U(c, "diff_runs"),
+           (unsigned long long)U(c, "invalidations"));
+  out += line;
+  snprintf(line, sizeof(line),
+           "  acquires %llu local / %llu remote; barriers %llu; protections %llu; messages %llu (%s)\n",
+           (unsigned long long)U(c, "local_acquires"), (unsigned long long)U(c, "remote_acquires"),
+           (unsigned long long)U(c, "barriers"), (unsigned long long)U(c, "protections"),
+           (unsigned long long)U(c, "messages_sent"), Bytes(U(c, "bytes_sent")).c_str());
+  out += line;
+  if (c.contains("messages") && !c["messages"].empty()) {
+    out += "  messages by type:";
+    for (auto it = c["messages"].begin(); it != c["messages"].end(); ++it)
+      out += " " + it.key() + " " + std::to_string(U(it.value(), "count")) + " (" +
+             Bytes(U(it.value(), "bytes")) + ")";
+    out += "\n";
+  }
+  if (c.contains("handler")) {
+    out += "  handler invocations:";
+    for (auto it = c["handler"].begin(); it != c["handler"].end(); ++it)
+      if (it.value().is_number() && it.value().get<uint64_t>() > 0)
+        out += " " + it.key() + " " + std::to_string(it.value().get<uint64_t>());
+    out += "\n";
+  }
+  for (auto it = m["phases"].begin(); it != m["phases"].end(); ++it) {
+    snprintf(line, sizeof(line), "phase \"%s\": %zu threads, efficiency %.1f %%\n", it.key().c_str(),
+             it.value()["threads"].get<size_t>(), 100.0 * it.value()["efficiency"].get<double>());
+    out += line;
+    Table(out, it.value(), true);
+  }
+  return out;
+}
+
+}  // namespace svm::svmd

@@ -1,0 +1,451 @@
+// runtime_cases: runs the tests/runtime programs under svmrun and checks
+// their exact output and exit status, in the style of the kernel's
+// userfaultfd selftests: a case table, probes that turn a missing kernel
+// feature into "skip" with its reason, one line per case, a summary line and
+// a matching exit status.
+//
+//   runtime_cases --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]...
+//                 [--full] [--timeout SEC]
+//
+// A case is a program with arguments and the exact lines it must print (in
+// any order: lines of different nodes interleave), run at every point of its
+// matrix: nodes x threads-per-node x fault backend. Runtime cases (suite
+// "runtime") run on the default backend (uffd); litmus cases on all three.
+// Each point is named "suite/case/nNtT/fault"; -f keeps the points whose
+// name contains FILTER (several -f: any of them), -l lists them.
+//
+// The reduced matrix (default; --full lifts it): the few cases that are
+// slow by construction (10^5 lock acquisitions, an 8 GiB region) run on
+// fewer points; see kReduced below.
+//
+// Exit status: 0 when nothing failed and something passed, 77 when every
+// selected point was skipped (ctest's SKIP_RETURN_CODE), 1 on a failure,
+// 2 on bad usage (also when a filter selects nothing).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libsvm/prim/fault.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Lines = std::vector<std::string>;
+
+// One point of a case's matrix.
+struct Point {
+  int nodes = 1;
+  int tpn = 1;
+  svm::prim::Backend fault = svm::prim::Backend::kUffd;
+  int workers() const { return nodes * tpn; }
+};
+
+enum class Suite { kRuntime, kLitmus };
+
+struct Case {
+  Suite suite = Suite::kRuntime;
+  std::string name;
+  std::string program;
+  // Program arguments; "{P}" becomes the worker count, "{dir}" a fresh
+  // temporary directory.
+  std::vector<std::string> args;
+  // The lines the program prints at a point, compared as a sorted list.
+  std::function<Lines(const Point&)> expect;
+  int status = 0;                 // svmrun's exit status
+  std::vector<std::string> flags;  // extra svmrun flags ("{regionG}": see below)
+  std::string input;               // svmrun's stdin
+  // Points to run when the matrix is reduced (nullptr: all).
+  std::function<bool(const Point&)> reduced;
+  // Address space the case needs reserved, in GiB per node (probe).
+  size_t reserve_gib_per_node = 0;
+};
+
+std::string Str(long v) { return std::to_string(v); }
+
+// Sum of f(i) for workers 1..P-1 (the created threads).
+long SumCreated(const Point& p, long (*f)(long)) {
+  long s = 0;
+  for (long i = 1; i < p.workers(); ++i) s += f(i);
+  return s;
+}
+
+// The nodes of workers 0..P-1 under svm's placement: block puts threads
+// [k*T, (k+1)*T) on node k; cyclic puts thread i on node i % N.
+std::string Placement(const Point& p, bool cyclic) {
+  std::string s = "placement";
+  for (int i = 0; i < p.workers(); ++i)
+    s += " " + Str(cyclic ? i % p.nodes : (i / p.tpn) % p.nodes);
+  return s;
+}
+
+// Acquisitions of one mutex in all, split over the workers: 10^5 on one
+// node (0.05 s); across nodes each acquisition is a protocol hand-off of
+// about 0.3 ms on these machines (10^5 on 4 nodes x 2 threads: 29 s), so
+// multi-node points take the largest round count under ~10 s, 3 x 10^4.
+int LockTotal(const Point& p) { return p.nodes == 1 ? 100000 : 30000; }
+
+std::vector<Case> Cases() {
+  using B = svm::prim::Backend;
+  std::vector<Case> c;
+  auto rt = [&](std::string name, std::string prog, std::vector<std::string> args,
+                std::function<Lines(const Point&)> expect) -> Case& {
+    Case k;
+    k.suite = Suite::kRuntime;
+    k.name = std::move(name);
+    k.program = std::move(prog);
+    k.args = std::move(args);
+    k.expect = std::move(expect);
+    c.push_back(std::move(k));
+    return c.back();
+  };
+  auto litmus = [&](std::string name, std::string prog, std::vector<std::string> args,
+                    std::function<Lines(const Point&)> expect) -> Case& {
+    Case k;
+    k.suite = Suite::kLitmus;
+    k.name = std::move(name);
+    k.program = std::move(prog);
+    k.args = std::move(args);
+    k.expect = std::move(expect);
+    c.push_back(std::move(k));
+    return c.back();
+  };
+
+  // ---- Runtime I: the program's view of threads, processes and memory ----
+  rt("placement-block", "placement", {"{P}"},
+     [](const Point& p) { return Lines{Placement(p, false)}; })
+      .flags = {"--place", "block"};
+  rt("placement-cyclic", "placement", {"{P}"},
+     [](const Point& p) { return Lines{Placement(p, true)}; })
+      .flags = {"--place", "cyclic"};
+  rt("join", "threads", {"join", "{P}"}, [](const Point& p) {
+    return Lines{"join " + Str(SumCreated(p, [](long i) { return i * 1000 + 7; }))};
+  });
+  rt("pthread-exit", "threads", {"exit", "{P}"}, [](const Point& p) {
+    return Lines{"exit " + Str(SumCreated(p, [](long i) { return i * 3 + 1; }))};
+  });
+  rt("detach", "threads", {"detach", "{P}"}, [](const Point& p) {
+    return Lines{"detach " + Str(SumCreated(p, [](long i) { return i * i + 5; }))};
+  });
+  rt("exit-main", "exitcode", {"main", "{P}", "3"}, [](const Point&) { return Lines{}; }).status = 3;
+  rt("exit-remote", "exitcode", {"remote", "{P}", "7"}, [](const Point& p) {
+    return Lines{"worker " + Str(p.workers() - 1) + " exits with 7"};
+  }).status = 7;
+  {
+    std::string in = "first-line\n";
+    for (int k = 1; k <= 100; ++k) in += std::to_string(k) + "\n";
+    rt("stdio", "stdio", {"{P}"}, [](const Point& p) {
+      Lines l{"stdin first-line count 100 sum 5050"};
+      for (int i = 0; i < p.workers(); ++i) l.push_back("worker " + Str(i) + " of " + Str(p.workers()));
+      return l;
+    }).input = in;
+  }
+  rt("malloc", "malloc", {"{P}"}, [](const Point& p) { return Lines{"malloc " + Str(p.workers())}; });
+  rt("globals", "globals", {"{P}"}, [](const Point&) {
+    long s = 0;
+    for (long k = 0; k < 6000; ++k) s += (k * 7 + 1) + k * k;
+    return Lines{"globals " + Str(s + 42 + 5 + 15)};
+  });
+
+  // ---- Runtime II: litmus tests, all fault backends ----
+  litmus("mp-mutex", "mp_mutex", {"{P}", "3"},
+         [](const Point& p) { return Lines{"mp_mutex " + Str(3L * 3000 * p.workers())}; });
+  litmus("mp-barrier", "mp_barrier", {"{P}", "4"}, [](const Point&) { return Lines{"mp_barrier 8"}; });
+  litmus("mp-cond", "mp_cond", {"{P}", "3"},
+         [](const Point& p) { return Lines{"mp_cond " + Str(3L * (p.workers() - 1))}; });
+  litmus("mp-sem", "mp_sem", {"{P}", "3"},
+         [](const Point& p) { return Lines{"mp_sem " + Str(3L * p.workers())}; });
+  litmus("mp-join", "mp_join", {"{P}"}, [](const Point& p) {
+    long in = 0;
+    for (long k = 0; k < 20000; ++k) in += k % 97 + 1;
+    return Lines{"mp_join " + Str(in * p.workers())};
+  });
+  litmus("false-sharing", "false_sharing", {"{P}", "4"}, [](const Point& p) {
+    const long bytes = 3 * 4096 + 123, w = p.workers();
+    long s = 0;
+    for (long k = 0; k < bytes; ++k) s += (unsigned char)(3 * 7 + k * 13 + k % w + 1);
+    return Lines{"false_sharing " + Str(s)};
+  });
+  litmus("lock-chain", "lock_chain", {"{P}", "3"}, [](const Point& p) {
+    const long hops = 3L * p.workers();
+    return Lines{"lock_chain " + Str(hops * (hops + 1) / 2)};
+  });
+  litmus("prodcons", "prodcons", {"{P}", "100"}, [](const Point& p) {
+    const long threads = p.workers() == 1 ? 2 : p.workers();
+    long count = 0, sum = 0;
+    for (long i = 0; i < threads; i += 2)
+      for (long s = 0; s < 100; ++s, ++count) sum += i * 1000003 + s * 7;
+    return Lines{"prodcons " + Str(count) + " " + Str(sum)};
+  });
+  litmus("counter", "counter", {"{P}", "500"},
+         [](const Point& p) { return Lines{"counter " + Str(500L * p.workers())}; });
+  litmus("syscalls", "syscalls", {"{P}", "{dir}"}, [](const Point&) {
+    const long sz = 5 * 4096 + 321;
+    return Lines{"syscalls " + Str(6 * sz + 24000)};
+  });
+  {
+    Case& s = litmus("sparse-8g", "sparse", {"{P}", "8"}, [](const Point&) { return Lines{"sparse 6"}; });
+    // The heap gives each node a slice of the region (size / nodes), and an
+    // 8 GiB block needs a 16 GiB slice.
+    s.flags = {"--region-size", "{region16G}"};
+    s.reserve_gib_per_node = 16;
+  }
+  {
+    Case& l = litmus("lock-1e5", "counter", {"{P}", "{lock_iters}"}, [](const Point& p) {
+      return Lines{"counter " + Str(long(LockTotal(p) / p.workers()) * p.workers())};
+    });
+    // The reduced matrix runs
+    // the 1- and 4-node points with 2 threads per node on each backend.
+    l.reduced = [](const Point& p) { return p.tpn == 2 && p.nodes != 2; };
+  }
+  litmus("mutex-kinds", "mutex_kinds", {"{P}"}, [](const Point& p) {
+    const long w = p.workers();
+    return Lines{"mutex_kinds " + Str(20 * w) + " " + Str(20 * w) + " " + Str(100 * w)};
+  });
+  litmus("once", "once", {"{P}"}, [](const Point&) { return Lines{"once 1"}; });
+  litmus("rwlock", "rwlock", {"{P}", "200"}, [](const Point& p) {
+    return Lines{"rwlock " + Str(50L * p.workers()) + " " + Str(150L * p.workers())};
+  });
+  (void)B::kUffd;
+  return c;
+}
+
+const char* SuiteName(Suite s) { return s == Suite::kRuntime ? "runtime" : "litmus"; }
+
+std::string PointName(const Case& c, const Point& p) {
+  return std::string(SuiteName(c.suite)) + "/" + c.name + "/n" + Str(p.nodes) + "t" + Str(p.tpn) + "/" +
+         svm::prim::ToString(p.fault);
+}
+
+std::vector<Point> Matrix(const Case& c, bool full) {
+  std::vector<Point> out;
+  std::vector<svm::prim::Backend> faults{svm::prim::Backend::kUffd};
+  if (c.suite == Suite::kLitmus) faults.assign(std::begin(svm::prim::kAllBackends), std::end(svm::prim::kAllBackends));
+  for (svm::prim::Backend f : faults)
+    for (int n : {1, 2, 4})
+      for (int t : {1, 2}) {
+        Point p{n, t, f};
+        if (!full && c.reduced && !c.reduced(p)) continue;
+        out.push_back(p);
+      }
+  return out;
+}
+
+struct Config {
+  std::string svmrun, preload, bin;
+  std::vector<std::string> filters;
+  bool list = false, full = false;
+  int timeout_s = 60;
+};
+
+// Why a point cannot run on this machine, or nullopt.
+std::optional<std::string> Probe(const Case& c, const Point& p) {
+  static std::map<int, std::optional<std::string>> backends;
+  auto it = backends.find(int(p.fault));
+  if (it == backends.end()) {
+    svm::Status st = svm::prim::Probe(p.fault);
+    it = backends.emplace(int(p.fault), st.ok() ? std::nullopt : std::optional(st.message())).first;
+  }
+  if (it->second) return std::string(svm::prim::ToString(p.fault)) + " unavailable: " + *it->second;
+  if (c.reserve_gib_per_node) {
+    const size_t bytes = (c.reserve_gib_per_node * size_t(p.nodes)) << 30;
+    void* m = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return "cannot reserve " + Str(long(bytes >> 30)) + " GiB of address space";
+    munmap(m, bytes);
+  }
+  return std::nullopt;
+}
+
+std::string Expand(const std::string& s, const Point& p, const std::string& dir) {
+  if (s == "{P}") return Str(p.workers());
+  if (s == "{dir}") return dir;
+  if (s == "{region16G}") return Str(16L * p.nodes) + "G";
+  if (s == "{lock_iters}") return Str(LockTotal(p) / p.workers());
+  return s;
+}
+
+std::string ReadAll(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Lines SplitLines(const std::string& s) {
+  Lines out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+struct Outcome {
+  bool ok = false;
+  std::string why;
+};
+
+// Runs one point: svmrun with stdout and stderr in files of a scratch
+// directory, stdin from a file.
+Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
+  char tmpl[] = "/tmp/svm-runtime-XXXXXX";
+  if (!mkdtemp(tmpl)) return {false, std::string("mkdtemp: ") + strerror(errno)};
+  const fs::path scratch = tmpl;
+  const fs::path data = scratch / "data";
+  fs::create_directory(data);
+  {
+    std::ofstream(scratch / "stdin") << c.input;
+  }
+  std::vector<std::string> argv = {cfg.svmrun,          "-n",        Str(p.nodes),
+                                   "-t",                Str(p.tpn), "--fault",
+                                   svm::prim::ToString(p.fault), "--timeout", Str(cfg.timeout_s),
+                                   "--preload",         cfg.preload};
+  for (const std::string& f : c.flags) argv.push_back(Expand(f, p, data));
+  argv.push_back("--");
+  argv.push_back(cfg.bin + "/" + c.program);
+  for (const std::string& a : c.args) argv.push_back(Expand(a, p, data));
+
+  const pid_t pid = fork();
+  if (pid < 0) return {false, std::string("fork: ") + strerror(errno)};
+  if (pid == 0) {
+    const int in = open((scratch / "stdin").c_str(), O_RDONLY);
+    const int out = open((scratch / "stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open((scratch / "stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || out < 0 || err < 0) _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    // svmrun reads SVM_* twins of its flags: only ours count.
+    std::vector<std::string> names;
+    for (char** e = environ; *e; ++e)
+      if (strncmp(*e, "SVM_", 4) == 0 && strchr(*e, '=')) names.emplace_back(*e, size_t(strchr(*e, '=') - *e));
+    for (const std::string& n : names) unsetenv(n.c_str());
+    std::vector<char*> av;
+    for (std::string& a : argv) av.push_back(a.data());
+    av.push_back(nullptr);
+    execv(av[0], av.data());
+    _exit(126);
+  }
+  // svmrun's --timeout ends a hung job; this is the backstop if svmrun hangs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.timeout_s + 30);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::string out = ReadAll(scratch / "stdout"), err = ReadAll(scratch / "stderr");
+  fs::remove_all(scratch);
+
+  Outcome o;
+  const int status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+  Lines got = SplitLines(out), want = c.expect(p);
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  if (status == 124) {
+    o.why = "timed out after " + Str(cfg.timeout_s) + " s";
+  } else if (status != c.status) {
+    o.why = "exit status " + Str(status) + ", want " + Str(c.status);
+  } else if (got != want) {
+    o.why = "output differs";
+  } else {
+    o.ok = true;
+    return o;
+  }
+  std::string detail = "\n    command:";
+  for (const std::string& a : argv) detail += " " + a;
+  detail += "\n    want:";
+  for (const std::string& l : want) detail += "\n      " + l;
+  detail += "\n    stdout:";
+  for (const std::string& l : SplitLines(out)) detail += "\n      " + l;
+  detail += "\n    stderr:";
+  Lines el = SplitLines(err);
+  for (size_t i = el.size() > 20 ? el.size() - 20 : 0; i < el.size(); ++i) detail += "\n      " + el[i];
+  o.why += detail;
+  return o;
+}
+
+int Usage(const char* me) {
+  fprintf(stderr,
+          "usage: %s --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]... [--full] "
+          "[--timeout SEC]\n",
+          me);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--svmrun") cfg.svmrun = value();
+    else if (a == "--preload") cfg.preload = value();
+    else if (a == "--bin") cfg.bin = value();
+    else if (a == "-f") cfg.filters.push_back(value());
+    else if (a == "-l") cfg.list = true;
+    else if (a == "--full") cfg.full = true;
+    else if (a == "--timeout") cfg.timeout_s = atoi(value().c_str());
+    else return Usage(argv[0]);
+  }
+  if (!cfg.list && (cfg.svmrun.empty() || cfg.preload.empty() || cfg.bin.empty())) return Usage(argv[0]);
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+
+  int passed = 0, failed = 0, skipped = 0, selected = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (const Case& c : Cases()) {
+    for (const Point& p : Matrix(c, cfg.full)) {
+      const std::string name = PointName(c, p);
+      if (!cfg.filters.empty() &&
+          std::none_of(cfg.filters.begin(), cfg.filters.end(),
+                       [&](const std::string& f) { return name.find(f) != std::string::npos; }))
+        continue;
+      ++selected;
+      if (cfg.list) {
+        printf("%s\n", name.c_str());
+        continue;
+      }
+      if (std::optional<std::string> why = Probe(c, p)) {
+        ++skipped;
+        printf("[skip] %-44s %s\n", name.c_str(), why->c_str());
+        continue;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const Outcome o = RunPoint(cfg, c, p);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (o.ok) {
+        ++passed;
+        printf("[ ok ] %-44s %6.2fs\n", name.c_str(), s);
+      } else {
+        ++failed;
+        printf("[FAIL] %-44s %6.2fs %s\n", name.c_str(), s, o.why.c_str());
+      }
+    }
+  }
+  if (selected == 0) {
+    fprintf(stderr, "runtime_cases: no case matches the filter\n");
+    return 2;
+  }
+  if (cfg.list) return 0;
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  printf("runtime_cases: %d passed, %d failed, %d skipped in %.1fs\n", passed, failed, skipped, total);
+  if (failed) return 1;
+  return passed == 0 ? 77 : 0;
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""End-to-end: svmrun -n 2 --stats on stats_loop, then svm-plot.
+
+Checks the merged JSON's shape and plausibility, never timings: one record
+per program thread, each thread's categories summing to its elapsed time
+(loosely), barriers and remote acquires counted, phases reported, and that
+svm-plot writes a PNG. Prints one line per check and a summary line.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--svmrun", required=True)
+ap.add_argument("--preload", required=True)
+ap.add_argument("--program", required=True)
+ap.add_argument("--plot", required=True)
+ap.add_argument("--workdir", required=True)
+args = ap.parse_args()
+
+THREADS = 4
+failures = []
+
+
+def check(name, ok, detail=""):
+    print("%-50s %s%s" % (name, "ok" if ok else "FAILED", "" if ok else ": " + detail))
+    if not ok:
+        failures.append(name)
+    return ok
+
+
+os.makedirs(args.workdir, exist_ok=True)
+out = os.path.join(args.workdir, "stats_e2e.json")
+png = os.path.join(args.workdir, "stats_e2e.png")
+for f in (out, png):
+    if os.path.exists(f):
+        os.remove(f)
+
+cmd = [args.svmrun, "-n", "2", "-t", "2", "--timeout", "60", "--stats", out, "--preload", args.preload,
+       "--", args.program, str(THREADS)]
+p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+sys.stderr.write(p.stderr)
+if not check("svmrun exits 0 and the program says ok", p.returncode == 0 and p.stdout.startswith("ok"),
+             "rc %d, stdout %r" % (p.returncode, p.stdout)):
+    sys.exit(1)
+check("summary printed", "protocol efficiency" in p.stderr and "barrier: wait" in p.stderr, p.stderr)
+if not check("--stats file written", os.path.exists(out)):
+    sys.exit(1)
+with open(out) as f:
+    stats = json.load(f)
+
+app = [t for t in stats["threads"] if t["kind"] == "app"]
+handlers = [t for t in stats["threads"] if t["kind"] == "handler"]
+check("one record per program thread (main + %d)" % THREADS, len(app) == THREADS + 1, str(len(app)))
+check("unique thread numbers", len({(t["node"], t["thread"]) for t in app}) == len(app))
+check("threads on both nodes", {t["node"] for t in app} == {0, 1}, str({t["node"] for t in app}))
+check("one handler per node", len(handlers) == 2, str(len(handlers)))
+check("no missing nodes", stats["missing_nodes"] == [], str(stats["missing_nodes"]))
+for t in app + handlers:
+    total = sum(t["time_ns"].values())
+    el = t["elapsed_ns"]
+    check("n%d.%s%d: categories sum to elapsed" % (t["node"], t["kind"], t["thread"]),
+          el > 0 and abs(total - el) <= 0.05 * el + 1e6, "sum %d elapsed %d" % (total, el))
+    check("n%d.%s%d: within the job" % (t["node"], t["kind"], t["thread"]),
+          el <= stats["elapsed_ns"], "%d > %d" % (el, stats["elapsed_ns"]))
+workers = [t for t in app if t["thread"] != 0]
+check("workers counted their barriers",
+      all(t["counters"]["barriers"] == 40 for t in workers), str([t["counters"] for t in workers]))
+check("workers spent time at barriers",
+      all(t["time_ns"]["barrier_wait"] + t["time_ns"]["barrier_protocol"] > 0 for t in workers))
+c = stats["counters"]
+check("barriers > 0", c["barriers"] > 0, str(c["barriers"]))
+check("remote acquires > 0", c["remote_acquires"] > 0, str(c["remote_acquires"]))
+check("faults > 0", c["read_faults"] + c["write_faults"] > 0)
+check("messages by type", c["messages_sent"] > 0 and "lock-request" in c["messages"], str(c["messages"]))
+check("diffs sent", c["diffs"] > 0 and c["diff_bytes"] > 0 and c["diff_runs"] > 0)
+check("per-node counters", len(stats["per_node"]) == 2)
+eff = stats["summary"]["efficiency"]
+check("efficiency in [0, 1]", 0 <= eff <= 1, str(eff))
+check("phases work and locked", set(stats["phases"]) == {"work", "locked"}, str(list(stats["phases"])))
+check("every worker has both phases", all(len(t["phases"]) == 2 and all(p["count"] == 20 for p in t["phases"])
+                                          for t in workers), str([t["phases"] for t in workers]))
+
+q = subprocess.run([args.plot, out, "-o", png], capture_output=True, text=True, timeout=120)
+if q.returncode == 3:  # svm-plot: no matplotlib
+    print("%-50s skipped [python3-matplotlib not installed]" % "svm-plot writes a PNG")
+else:
+    ok = q.returncode == 0 and os.path.exists(png)
+    if ok:
+        with open(png, "rb") as f:
+            ok = f.read(8) == b"\x89PNG\r\n\x1a\n"
+    check("svm-plot writes a PNG", ok, q.stderr)
+
+print("stats_e2e: %d failed" % len(failures))
+sys.exit(1 if failures else 0)
