@@ -22,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,8 +56,13 @@ class Pair {
  public:
   explicit Pair(WaitMode mode) : mode_(mode), mem_(2, std::vector<uint64_t>(kRegionBytes / 8)) {
     std::vector<std::string> addrs;
+    JobKey key;
+    std::random_device rd;
+    for (auto& b : key) b = static_cast<uint8_t>(rd());
+    key[0] |= 1;  // never all zero
     for (NodeId i = 0; i < 2; ++i) {
       TcpOptions o;
+      o.key = key;
       o.self = i;
       o.num_nodes = 2;
       o.recv_policy = {mode};

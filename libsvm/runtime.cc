@@ -102,7 +102,10 @@ Status Runtime::Start() {
   // Messages wait in the NIC until now: a thread started for another node
   // must find the runtime complete, globals included.
   instance_ = this;
-  if (nic_) handler_ = std::thread([this] { HandlerLoop(); });
+  if (nic_) {
+    handler_ = std::thread([this] { HandlerLoop(); });
+    spawner_ = std::thread([this] { SpawnLoop(); });
+  }
   return Status::Ok();
 }
 
@@ -297,6 +300,8 @@ void Runtime::PrepareExit(int status) {
   // not race with the runtime's own threads.
   stopping_.store(true);
   if (handler_.joinable()) handler_.join();
+  spawn_cv_.notify_all();
+  if (spawner_.joinable()) spawner_.join();
   if (nic_) nic_->Shutdown();
 }
 

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -154,6 +155,7 @@ class Runtime final : public Host {
   int StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
                  const pthread_attr_t* attr);
   static void* Trampoline(void* record);
+  void SpawnLoop();
   void Finish(ThreadRecord* r, void* value);
   uint64_t NextThreadNumber();
   NodeId PlaceThread(uint64_t number) const;
@@ -169,6 +171,11 @@ class Runtime final : public Host {
   nic::CompletionQueue send_cq_;
   std::unique_ptr<Node> node_;
   std::thread handler_;
+  // Starts threads that other nodes asked for (threads.cc, SpawnLoop).
+  std::thread spawner_;
+  std::mutex spawn_mu_;
+  std::condition_variable spawn_cv_;
+  std::deque<std::pair<NodeId, SpawnRequest>> spawn_queue_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> sync_event_{0};
   std::atomic<bool> exiting_{false};

@@ -210,12 +210,14 @@ int Runtime::DetachThread(uint64_t h) {
 // Runtime messages arrive on the handler thread.
 void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
   if (auto* s = std::get_if<SpawnRequest>(&m)) {
-    const int err = HandleNode(s->thread) == self()
-                        ? StartLocal(s->thread, from, reinterpret_cast<void* (*)(void*)>(s->start),
-                                     reinterpret_cast<void*>(s->arg), nullptr)
-                        : EINVAL;
-    std::lock_guard<std::mutex> l(mu_);
-    SendMessage(from, SpawnReply{s->thread, uint32_t(err)});
+    // Not here: pthread_create may wait for the dynamic loader's lock, which
+    // a program thread can hold while it waits for this handler (a fault
+    // inside dlopen, as pthread_exit's first unwind does).
+    {
+      std::lock_guard<std::mutex> l(spawn_mu_);
+      spawn_queue_.push_back({from, *s});
+    }
+    spawn_cv_.notify_one();
     return;
   }
   if (auto* f = std::get_if<svm::RemoteFree>(&m)) {
@@ -254,6 +256,28 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
       pthread_detach(it->second->thread);
       threads_.erase(it);
     }
+  }
+}
+
+void Runtime::SpawnLoop() {
+  std::unique_lock<std::mutex> l(spawn_mu_);
+  while (!stopping_.load()) {
+    if (spawn_queue_.empty()) {
+      spawn_cv_.wait_for(l, std::chrono::milliseconds(200));
+      continue;
+    }
+    auto [from, s] = spawn_queue_.front();
+    spawn_queue_.pop_front();
+    l.unlock();
+    const int err = HandleNode(s.thread) == self()
+                        ? StartLocal(s.thread, from, reinterpret_cast<void* (*)(void*)>(s.start),
+                                     reinterpret_cast<void*>(s.arg), nullptr)
+                        : EINVAL;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      SendMessage(from, SpawnReply{s.thread, uint32_t(err)});
+    }
+    l.lock();
   }
 }
 

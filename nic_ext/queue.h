@@ -64,11 +64,15 @@ bool SpinUntil(F ready, Clock::time_point until) {
 
 // Makes progress on a queue's items from the waiting thread. Drive must not
 // block (it gives up when another thread is at the same work) and returns
-// true when it did something. Thread-safe.
+// true when it did something. A waiter calls Enter before its first Drive and
+// Leave after its last (got: it has an item; otherwise it goes to sleep or
+// times out). Thread-safe.
 class QueueDriver {
  public:
   virtual ~QueueDriver() = default;
   virtual bool Drive() = 0;
+  virtual void Enter() {}
+  virtual void Leave(bool got) { (void)got; }
 };
 
 namespace internal {
@@ -76,11 +80,18 @@ namespace internal {
 // clock is read every round).
 template <typename F>
 bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
+  if (ready()) return true;
+  d.Enter();
   for (uint32_t i = 1;; ++i) {
-    if (ready()) return true;
     if (!d.Drive()) CpuRelax();
-    if (ready()) return true;
-    if (Clock::now() >= until) return false;
+    if (ready()) {
+      d.Leave(true);
+      return true;
+    }
+    if (Clock::now() >= until) {
+      d.Leave(false);
+      return false;
+    }
     if ((i & 255) == 0) sched_yield();
   }
 }

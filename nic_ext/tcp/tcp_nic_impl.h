@@ -12,6 +12,10 @@
 //    a poll fires, or a thread spinning in Wait on one of this NIC's queues
 //    (Driver: run to completion on the waiting thread, no hand-off). A READ
 //    is served and answered in that same pass.
+//    While waiters drive, the NIC thread parks: it removes its polls (so
+//    arrivals wake nobody but the spinning waiter) and the drivers read every
+//    connection; it unparks at most kParkedNap after the last driver left,
+//    at once when one goes to sleep.
 //  * Posters send inline. What does not fit in the socket is handed to the
 //    NIC thread (tx_handoff, wake_fd_), which sends it on ring_.
 //  * mu_ guards rx and tx buffers, the pending-request table, the lock table,
@@ -45,6 +49,10 @@ inline constexpr size_t kRxInitialBytes = 256 << 10;
 inline constexpr size_t kRxMinFree = 64 << 10;  // compact when less is free at the tail
 inline constexpr uint32_t kSlotBits = 12;
 inline constexpr std::chrono::seconds kHandshakeTimeout{10};  // per accepted connection
+// While waiters drive, the NIC thread parks (no polls armed, so arrivals do
+// not wake it) and looks again this often; a waiter that goes to sleep wakes
+// it at once.
+inline constexpr std::chrono::microseconds kParkedNap{100};
 static_assert((size_t{1} << kSlotBits) == kMaxOutstanding);
 static_assert(kRingEntries >= 2 * kMaxNodes + 2, "a poll and a send per peer, plus the wake read");
 
@@ -111,9 +119,13 @@ class TcpNicImpl final : public TcpNic {
    public:
     Driver(TcpNicImpl* nic, bool all_peers) : nic_(nic), all_peers_(all_peers) {}
     bool Drive() override;
+    void Enter() override { active_.fetch_add(1, std::memory_order_seq_cst); }
+    void Leave(bool got) override;
     void Retire();
+    int active() const { return active_.load(std::memory_order_seq_cst); }
 
    private:
+    std::atomic<int> active_{0};  // waiters between Enter and Leave
     std::mutex mu_;
     TcpNicImpl* nic_;       // guarded by mu_; nullptr once retired
     const bool all_peers_;  // recv queue: every peer; CQ: peers with requests out
@@ -139,9 +151,12 @@ class TcpNicImpl final : public TcpNic {
   void StampArrivals_nt(Conn& c);
   void StopAll_nt();
   bool DriveRx(bool all_peers);  // any thread (Driver); never blocks on mu_
+  int ActiveDrivers() const { return cq_driver_->active() + recv_driver_->active(); }
 
   // Under mu_.
-  bool Receive(Conn& c);  // reads what the socket holds, handles whole frames
+  // Reads what the socket holds and handles the whole frames; to_eagain: read
+  // until the socket says so even after a short read (hang-ups).
+  bool Receive(Conn& c, bool to_eagain);
   bool PrepareRx(Conn& c);
   void ProcessRx(Conn& c);
   bool HandleFrame(Conn& c, const frame::Frame& f, std::string* error);
@@ -185,6 +200,7 @@ class TcpNicImpl final : public TcpNic {
   std::vector<Pending> slots_;    // guarded by mu_
   std::vector<uint32_t> free_;    // guarded by mu_
   bool stopping_ = false;         // guarded by mu_
+  bool parked_ = false;           // guarded by mu_: the NIC thread left rx to drivers
   std::atomic<bool> wake_posted_{false};
   std::vector<uint8_t> loop_buf_;  // NIC thread: loopback frames being handled
 

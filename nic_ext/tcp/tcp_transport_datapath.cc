@@ -243,6 +243,13 @@ bool TcpNicImpl::Driver::Drive() {
   return nic_->DriveRx(all_peers_);
 }
 
+void TcpNicImpl::Driver::Leave(bool got) {
+  if (active_.fetch_sub(1, std::memory_order_seq_cst) != 1 || got) return;
+  // Going to sleep: the NIC thread must receive again now.
+  std::unique_lock<std::mutex> l(mu_);
+  if (nic_ != nullptr) nic_->Wake();
+}
+
 void TcpNicImpl::Driver::Retire() {
   std::lock_guard<std::mutex> l(mu_);
   nic_ = nullptr;
@@ -253,9 +260,10 @@ bool TcpNicImpl::DriveRx(bool all_peers) {
   if (!l.owns_lock() || stopping_) return false;  // someone else is receiving
   bool got = false;
   for (Conn& c : conns_) {
-    if (c.fd >= 0 && c.alive && (all_peers || c.outstanding > 0)) got |= Receive(c);
+    if (c.fd >= 0 && c.alive && (all_peers || parked_ || c.outstanding > 0)) got |= Receive(c, false);
   }
   if (got) FlushAll(false);  // the responses go out now, from this thread
+  if (!conns_[self()].tx_pending.empty()) Wake();  // e.g. a lock passed on to this node
   return got;
 }
 
@@ -274,7 +282,7 @@ bool TcpNicImpl::PrepareRx(Conn& c) {
   return c.rx_end < c.rx.size();
 }
 
-bool TcpNicImpl::Receive(Conn& c) {
+bool TcpNicImpl::Receive(Conn& c, bool to_eagain) {
   bool got = false;
   while (c.alive) {
     c.rx_blocked = !PrepareRx(c);
@@ -290,7 +298,9 @@ bool TcpNicImpl::Receive(Conn& c) {
     c.rx_end += static_cast<size_t>(res);
     if (inject_) StampArrivals_nt(c);
     ProcessRx(c);
-    if (static_cast<size_t>(res) < room) break;  // drained; a poll catches what comes next
+    // A short read drained the socket: what comes next fires the poll again.
+    // Not so for a hang-up that came with the data (one poll event for both).
+    if (!to_eagain && static_cast<size_t>(res) < room) break;
   }
   return got;
 }
@@ -540,7 +550,8 @@ void TcpNicImpl::HandleCqe_nt(const io_uring_cqe* cqe) {
     case kTagPoll:
       if (!more) conns_[idx].poll_armed = false;
       if (more && stopping_ && !conns_[idx].poll_removing) RemovePoll_nt(conns_[idx]);
-      Receive(conns_[idx]);  // a driving waiter may have been first: then nothing
+      // A driving waiter may have been first: then nothing is read.
+      Receive(conns_[idx], cqe->res < 0 || (cqe->res & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
       break;
     case kTagSend: OnSent_nt(conns_[idx], cqe->res); break;
     case kTagWake:
@@ -604,11 +615,16 @@ void TcpNicImpl::Loop_nt() {
           }
         }
         ProcessLoopback_nt();
+        parked_ = !inject_ && ActiveDrivers() > 0;
         for (Conn& c : conns_) {
           if (c.fd < 0) continue;
           if (!c.send_armed && !c.tx_pending.empty()) Flush(c, true);
-          if (c.rx_blocked) Receive(c);
-          ArmPoll_nt(c);
+          if (c.rx_blocked) Receive(c, true);
+          if (!parked_) {
+            ArmPoll_nt(c);
+          } else if (c.poll_armed && !c.poll_removing) {
+            RemovePoll_nt(c);
+          }
           if (inject_ && c.alive && !c.ready_at.empty() && c.rx_begin < c.rx_end) {
             next_ready = std::min(next_ready, c.ready_at.front());
           }
@@ -625,7 +641,10 @@ void TcpNicImpl::Loop_nt() {
       }
     }
     io_uring_cqe* cqe = nullptr;
-    if (next_ready != Clock::time_point::max()) {
+    if (parked_) {  // read without mu_: only this thread writes it
+      __kernel_timespec ts{0, std::chrono::nanoseconds(kParkedNap).count()};
+      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+    } else if (next_ready != Clock::time_point::max()) {
       auto left = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            next_ready - Clock::now()).count());
       __kernel_timespec ts{left / 1'000'000'000, left % 1'000'000'000};

@@ -53,7 +53,8 @@ struct world {
   unsigned long t_start, t_end;
 };
 
-static struct world *W;
+static struct world *W;           /* the world slave() works on */
+struct world *PAR, *REF; /* the parallel run and the 1-thread rerun (-t); global: kept reachable */
 static long NBODY = 256, STEPS = 3, P = 1;
 static int TEST;
 static const double DT = 0.025, EPS2 = 0.05 * 0.05, THETA = 0.7;
@@ -332,7 +333,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   W = make_world(P);
-  struct world *par = W;
+  struct world *par = PAR = W;
   printf("barnes: %ld bodies, %ld steps, theta %.2f, %ld threads%s\n", NBODY, STEPS, THETA, P,
          TEST ? ", verify" : "");
   for (long i = 1; i < P; i++) CREATE(slave);
@@ -344,7 +345,7 @@ int main(int argc, char **argv) {
            par->ekin[s] + par->epot[s]);
   int ok = 1;
   if (TEST) {
-    struct world *ref = make_world(1);
+    struct world *ref = REF = make_world(1);
     W = ref;
     slave();
     double de = 0.0, dx = 0.0;

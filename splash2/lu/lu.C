@@ -166,6 +166,9 @@ static int verify(void) {
   printf("Max |x - x_true|: %.3e (tolerance 1e-8)\n", err);
   printf("Relative residual |Ax - b| / |b|: %.3e (tolerance 1e-12)\n", rel);
   printf("Verification: %s\n", ok ? "PASSED" : "FAILED");
+  G_FREE(x);
+  G_FREE(b);
+  G_FREE(xt);
   return ok;
 }
 

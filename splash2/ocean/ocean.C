@@ -52,7 +52,8 @@ struct world {
   unsigned long t_start, t_end;
 };
 
-static struct world *W;
+static struct world *W;           /* the world slave() works on */
+struct world *PAR, *REF; /* the parallel run and the 1-thread rerun (-t); global: kept reachable */
 static long N = 32, STEPS = 2, COARSE = 8, P = 1, MAXCYC = 40;
 #define COARSE_ITERS 10 /* red-black iterations on the coarsest grid */
 static double TOL = 1e-7;
@@ -359,7 +360,7 @@ int main(int argc, char **argv) {
   while ((N >> levels) >= COARSE && levels < MAX_LEVELS) levels++;
 
   W = make_world(P, levels);
-  struct world *par = W;
+  struct world *par = PAR = W;
   printf("ocean: %ld x %ld grid (%ld x %ld cells), %ld steps, %ld levels, %ld threads (%ld x %ld)%s\n",
          N + 2, N + 2, N, N, STEPS, levels, P, par->pr, par->pc, TEST ? ", verify" : "");
   for (long i = 1; i < P; i++) CREATE(slave);
@@ -371,7 +372,7 @@ int main(int argc, char **argv) {
            par->enstrophy[s]);
   int ok = 1;
   if (TEST) {
-    struct world *ref = make_world(1, levels);
+    struct world *ref = REF = make_world(1, levels);
     W = ref;
     slave();
     double sp, sz, worst = 0.0;

@@ -44,7 +44,8 @@ struct world {
   unsigned long t_start, t_end;
 };
 
-static struct world *W;
+static struct world *W;           /* the world slave() works on */
+struct world *PAR, *REF; /* the parallel run and the 1-thread rerun (-t); global: kept reachable */
 static long NMOL = 64, STEPS = 3, P = 1;
 static int TEST;
 static double BOX, RCUT;
@@ -264,7 +265,7 @@ int main(int argc, char **argv) {
   RCUT = 0.5 * BOX;
 
   W = make_world(P);
-  struct world *par = W;
+  struct world *par = PAR = W;
   printf("water-nsquared: %ld molecules, box %.3f, cutoff %.3f, %ld steps, %ld threads%s\n", NMOL, BOX, RCUT,
          STEPS, P, TEST ? ", verify" : "");
   for (long i = 1; i < P; i++) CREATE(slave);
@@ -276,7 +277,7 @@ int main(int argc, char **argv) {
            par->epot[s] + par->ekin[s]);
   int ok = 1;
   if (TEST) {
-    struct world *ref = make_world(1);
+    struct world *ref = REF = make_world(1);
     W = ref;
     slave();
     double de = 0.0, dx = 0.0;
