@@ -97,6 +97,20 @@ void ExitJob(int status) {
   _exit(status);  // not reached
 }
 
+pid_t Fork() {
+  if (Runtime::Get() && t_app) {
+    static const char kMsg[] =
+        "svm: fork() inside a job is not supported (the child would share this node's "
+        "memory without a runtime); use posix_spawn, system or popen\n";
+    (void)!write(2, kMsg, sizeof(kMsg) - 1);
+    errno = ENOSYS;
+    return -1;
+  }
+  using ForkFn = pid_t (*)();
+  static ForkFn real = Next<ForkFn>("fork");
+  return real();
+}
+
 void* Malloc(size_t n) {
   if (__builtin_expect(ToHeap(), 1)) return Failed(g_heap->Malloc(n));
   return Failed(PrivateMalloc(n));

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 namespace svm::rt {
 
@@ -15,6 +16,10 @@ using MainFn = int (*)(int, char**, char**);
 int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
               void (*rtld_fini)(), void* stack_end);
 [[noreturn]] void ExitJob(int status);
+// fork() inside a job is refused (-1, ENOSYS, with a message): the child
+// would share this node's frames without a runtime. posix_spawn, system and
+// popen do not go through it and work.
+pid_t Fork();
 
 void* Malloc(size_t n);
 void Free(void* p);

@@ -20,6 +20,7 @@ int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
 }
 
 void exit(int status) { ExitJob(status); }
+pid_t fork(void) { return Fork(); }
 
 void* malloc(size_t n) { return Malloc(n); }
 void free(void* p) { Free(p); }

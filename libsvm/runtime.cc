@@ -96,6 +96,7 @@ Status Runtime::Start() {
   slots_ = std::make_unique<Slot[]>(kMaxSlots);
   if (Status st = OpenHeap(); !st.ok()) return st;
   if (Status st = Connect(); !st.ok()) return st;
+  ScrubEnvironment();
   if (opts_.share_globals) {
     if (Status st = OpenGlobals(); !st.ok()) return st;
   }
@@ -107,6 +108,32 @@ Status Runtime::Start() {
     spawner_ = std::thread([this] { SpawnLoop(); });
   }
   return Status::Ok();
+}
+
+// Programs this node starts (system, popen, posix_spawn) run as ordinary
+// processes: they must not load libsvm nor try to join the job.
+void Runtime::ScrubEnvironment() {
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view var(*e);
+    if (var.starts_with("SVM_")) names.emplace_back(var.substr(0, var.find('=')));
+  }
+  for (const std::string& n : names) unsetenv(n.c_str());
+  if (const char* preload = getenv("LD_PRELOAD")) {
+    std::string kept;
+    std::string_view rest(preload);
+    while (!rest.empty()) {
+      const size_t end = rest.find_first_of(": ");
+      std::string_view lib = rest.substr(0, end);
+      if (!lib.empty() && lib.find("libsvm") == std::string_view::npos) {
+        if (!kept.empty()) kept += ':';
+        kept += lib;
+      }
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    }
+    if (kept.empty()) unsetenv("LD_PRELOAD");
+    else setenv("LD_PRELOAD", kept.c_str(), 1);
+  }
 }
 
 Status Runtime::OpenHeap() {

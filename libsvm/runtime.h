@@ -126,6 +126,7 @@ class Runtime final : public Host {
   Status Start();
   Status OpenHeap();
   Status OpenGlobals();
+  void ScrubEnvironment();
   Status Connect();
   void HandlerLoop();
   void Dispatch(NodeId from, std::vector<uint8_t>& bytes);

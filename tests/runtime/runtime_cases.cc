@@ -156,6 +156,9 @@ std::vector<Case> Cases() {
     }).input = in;
   }
   rt("malloc", "malloc", {"{P}"}, [](const Point& p) { return Lines{"malloc " + Str(p.workers())}; });
+  rt("fork", "fork", {}, [](const Point&) {
+    return Lines{"fork refused", "child ran: no job", "system 0"};
+  });
   rt("globals", "globals", {"{P}"}, [](const Point&) {
     long s = 0;
     for (long k = 0; k < 6000; ++k) s += (k * 7 + 1) + k * k;
