@@ -1,6 +1,5 @@
 #include "libsvm/entry.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 
 #include "libsvm/alloc/bootstrap.h"
 #include "libsvm/alloc/heap.h"
+#include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
 #include "libsvm/thread_state.h"
 
@@ -33,10 +33,6 @@ alloc::Heap* g_heap = nullptr;
 std::atomic<bool> g_glibc{false};
 MainFn g_main = nullptr;
 
-template <typename Fn>
-Fn Next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-}
 
 bool ToHeap() { return t_app && !t_in_runtime; }
 bool InHeap(const void* p) { return g_heap && g_heap->Owner(p) != alloc::kNoOwner; }
@@ -72,7 +68,7 @@ int RunMain(int argc, char** argv, char** envp) { ExitJob(g_main(argc, argv, env
 int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
               void (*rtld_fini)(), void* stack_end) {
   using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
-  static StartFn real = Next<StartFn>("__libc_start_main");
+  static StartFn real = NextSymbol<StartFn>("__libc_start_main");
   g_glibc.store(true);
   Runtime::StartOrDie();
   Runtime* rt = Runtime::Get();
@@ -87,7 +83,7 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
 
 void ExitJob(int status) {
   using ExitFn = void (*)(int);
-  static ExitFn real = Next<ExitFn>("exit");
+  static ExitFn real = NextSymbol<ExitFn>("exit");
   if (Runtime* rt = Runtime::Get()) {
     RuntimeScope scope;
     rt->PrepareExit(status);
@@ -107,7 +103,7 @@ pid_t Fork() {
     return -1;
   }
   using ForkFn = pid_t (*)();
-  static ForkFn real = Next<ForkFn>("fork");
+  static ForkFn real = NextSymbol<ForkFn>("fork");
   return real();
 }
 
@@ -190,7 +186,7 @@ size_t UsableSize(void* p) {
   if (p == nullptr) return 0;
   if (InHeap(p) || alloc::IsBootstrap(p)) return (g_heap ? *g_heap : alloc::Heap::Bootstrap()).UsableSize(p);
   using UsableFn = size_t (*)(void*);
-  static UsableFn real = Next<UsableFn>("malloc_usable_size");
+  static UsableFn real = NextSymbol<UsableFn>("malloc_usable_size");
   return real(p);
 }
 
@@ -202,34 +198,34 @@ int ThreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
     return err;
   }
   using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  static CreateFn real = Next<CreateFn>("pthread_create");
+  static CreateFn real = NextSymbol<CreateFn>("pthread_create");
   return real(t, attr, start, arg);
 }
 
 int ThreadJoin(pthread_t t, void** value) {
   if (IsHandle(uint64_t(t))) return Runtime::Get()->JoinThread(uint64_t(t), value);
   using JoinFn = int (*)(pthread_t, void**);
-  static JoinFn real = Next<JoinFn>("pthread_join");
+  static JoinFn real = NextSymbol<JoinFn>("pthread_join");
   return real(t, value);
 }
 
 int ThreadDetach(pthread_t t) {
   if (IsHandle(uint64_t(t))) return Runtime::Get()->DetachThread(uint64_t(t));
   using DetachFn = int (*)(pthread_t);
-  static DetachFn real = Next<DetachFn>("pthread_detach");
+  static DetachFn real = NextSymbol<DetachFn>("pthread_detach");
   return real(t);
 }
 
 pthread_t ThreadSelf() {
   if (uint64_t h = Runtime::CurrentHandle()) return pthread_t(h);
   using SelfFn = pthread_t (*)();
-  static SelfFn real = Next<SelfFn>("pthread_self");
+  static SelfFn real = NextSymbol<SelfFn>("pthread_self");
   return real();
 }
 
 void ThreadExit(void* value) {
   using ExitFn = void (*)(void*);
-  static ExitFn real = Next<ExitFn>("pthread_exit");
+  static ExitFn real = NextSymbol<ExitFn>("pthread_exit");
   Runtime::SetExitValue(value);
   real(value);
   __builtin_unreachable();

@@ -1,6 +1,5 @@
 #include "libsvm/sync.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 
 #include <algorithm>
@@ -9,14 +8,13 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
 #include "libsvm/thread_state.h"
 
 namespace svm::rt {
 namespace {
 
-#define REAL(name) (reinterpret_cast<decltype(&::name)>(RealSymbol(#name)))
-void* RealSymbol(const char* name) { return dlsym(RTLD_NEXT, name); }
 
 Runtime& Rt() { return *Runtime::Get(); }
 template <typename T>
@@ -107,7 +105,8 @@ bool Managed() { return Runtime::Get() && t_app && !t_in_runtime; }
 
 int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
   RuntimeScope scope;
-  return REAL(pthread_mutex_init)(m, attr);  // sets the kind in the object
+  static auto real = NextSymbol<decltype(&::pthread_mutex_init)>("pthread_mutex_init");
+  return real(m, attr);  // sets the kind in the object
 }
 
 int MutexLock(pthread_mutex_t* m) {

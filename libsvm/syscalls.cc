@@ -1,12 +1,12 @@
 #include "libsvm/syscalls.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
 #include "libsvm/thread_state.h"
 
@@ -23,36 +23,32 @@ namespace {
 
 // glibc's functions, resolved when libsvm loads (a first call may come from
 // a signal handler, where dlsym is not safe).
-template <typename Fn>
-Fn Next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-}
 
 struct Real {
-  decltype(&::read) read = Next<decltype(&::read)>("read");
-  decltype(&::pread) pread = Next<decltype(&::pread)>("pread");
-  decltype(&::readv) readv = Next<decltype(&::readv)>("readv");
-  decltype(&::preadv) preadv = Next<decltype(&::preadv)>("preadv");
-  decltype(&::recv) recv = Next<decltype(&::recv)>("recv");
-  decltype(&::recvfrom) recvfrom = Next<decltype(&::recvfrom)>("recvfrom");
-  decltype(&::recvmsg) recvmsg = Next<decltype(&::recvmsg)>("recvmsg");
-  decltype(&::write) write = Next<decltype(&::write)>("write");
-  decltype(&::pwrite) pwrite = Next<decltype(&::pwrite)>("pwrite");
-  decltype(&::writev) writev = Next<decltype(&::writev)>("writev");
-  decltype(&::pwritev) pwritev = Next<decltype(&::pwritev)>("pwritev");
-  decltype(&::send) send = Next<decltype(&::send)>("send");
-  decltype(&::sendto) sendto = Next<decltype(&::sendto)>("sendto");
-  decltype(&::sendmsg) sendmsg = Next<decltype(&::sendmsg)>("sendmsg");
-  decltype(&::fread) fread = Next<decltype(&::fread)>("fread");
-  decltype(&::fwrite) fwrite = Next<decltype(&::fwrite)>("fwrite");
-  decltype(&::fgets) fgets = Next<decltype(&::fgets)>("fgets");
-  decltype(&::fgetc) fgetc = Next<decltype(&::fgetc)>("fgetc");
-  decltype(&::getc) getc = Next<decltype(&::getc)>("getc");
-  decltype(&::getchar) getchar = Next<decltype(&::getchar)>("getchar");
-  decltype(&::__uflow) uflow = Next<decltype(&::__uflow)>("__uflow");
-  decltype(&::getdelim) getdelim = Next<decltype(&::getdelim)>("getdelim");
-  decltype(&::vfscanf) vfscanf = Next<decltype(&::vfscanf)>("vfscanf");
-  decltype(&::__isoc99_vfscanf) iso_vfscanf = Next<decltype(&::__isoc99_vfscanf)>("__isoc99_vfscanf");
+  decltype(&::read) read = NextSymbol<decltype(&::read)>("read");
+  decltype(&::pread) pread = NextSymbol<decltype(&::pread)>("pread");
+  decltype(&::readv) readv = NextSymbol<decltype(&::readv)>("readv");
+  decltype(&::preadv) preadv = NextSymbol<decltype(&::preadv)>("preadv");
+  decltype(&::recv) recv = NextSymbol<decltype(&::recv)>("recv");
+  decltype(&::recvfrom) recvfrom = NextSymbol<decltype(&::recvfrom)>("recvfrom");
+  decltype(&::recvmsg) recvmsg = NextSymbol<decltype(&::recvmsg)>("recvmsg");
+  decltype(&::write) write = NextSymbol<decltype(&::write)>("write");
+  decltype(&::pwrite) pwrite = NextSymbol<decltype(&::pwrite)>("pwrite");
+  decltype(&::writev) writev = NextSymbol<decltype(&::writev)>("writev");
+  decltype(&::pwritev) pwritev = NextSymbol<decltype(&::pwritev)>("pwritev");
+  decltype(&::send) send = NextSymbol<decltype(&::send)>("send");
+  decltype(&::sendto) sendto = NextSymbol<decltype(&::sendto)>("sendto");
+  decltype(&::sendmsg) sendmsg = NextSymbol<decltype(&::sendmsg)>("sendmsg");
+  decltype(&::fread) fread = NextSymbol<decltype(&::fread)>("fread");
+  decltype(&::fwrite) fwrite = NextSymbol<decltype(&::fwrite)>("fwrite");
+  decltype(&::fgets) fgets = NextSymbol<decltype(&::fgets)>("fgets");
+  decltype(&::fgetc) fgetc = NextSymbol<decltype(&::fgetc)>("fgetc");
+  decltype(&::getc) getc = NextSymbol<decltype(&::getc)>("getc");
+  decltype(&::getchar) getchar = NextSymbol<decltype(&::getchar)>("getchar");
+  decltype(&::__uflow) uflow = NextSymbol<decltype(&::__uflow)>("__uflow");
+  decltype(&::getdelim) getdelim = NextSymbol<decltype(&::getdelim)>("getdelim");
+  decltype(&::vfscanf) vfscanf = NextSymbol<decltype(&::vfscanf)>("vfscanf");
+  decltype(&::__isoc99_vfscanf) iso_vfscanf = NextSymbol<decltype(&::__isoc99_vfscanf)>("__isoc99_vfscanf");
 };
 
 Real& R() {

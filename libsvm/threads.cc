@@ -2,11 +2,11 @@
 // number (block or cyclic over threads-per-node); creating it elsewhere is a
 // SpawnRequest to that node's handler, joining it a JoinRequest. Handles are
 // (tag | node | number); node 0's main thread is number 0.
-#include <dlfcn.h>
 #include <errno.h>
 
 #include <spdlog/spdlog.h>
 
+#include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
@@ -21,7 +21,7 @@ thread_local void* t_exit_value = nullptr;
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
 CreateFn RealCreate() {
-  static CreateFn fn = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  static CreateFn fn = NextSymbol<CreateFn>("pthread_create");
   return fn;
 }
 
