@@ -142,6 +142,16 @@ constexpr Row kTable[] = {
        o->nic_listen = v;
        return Status::Ok();
      }},
+    {"SVM_NET_LATENCY_NS", "injected network latency per message (ns)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->net_latency_ns)) return Bad(k, v, "nanoseconds");
+       return Status::Ok();
+     }},
+    {"SVM_NET_BANDWIDTH", "injected bandwidth limit per connection (bytes/s, 0 = none)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->net_bandwidth)) return Bad(k, v, "bytes per second");
+       return Status::Ok();
+     }},
     {"SVM_SHARE_GLOBALS", "share the program's .data and .bss",
      [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->share_globals); }},
     {"SVM_VERBOSE", "print the options in effect",

@@ -33,6 +33,8 @@ struct Options {
   std::string control;             // svmrun's control socket; empty: a lone node
   uint32_t epoch = 0;              // SVM_JOB_EPOCH
   std::string nic_listen;          // SVM_NIC_LISTEN; empty: the control link's local address
+  uint64_t net_latency_ns = 0;     // SVM_NET_LATENCY_NS: injected at the receiving NIC
+  uint64_t net_bandwidth = 0;      // SVM_NET_BANDWIDTH: bytes/s per connection, 0 = unlimited
   bool share_globals = true;       // SVM_SHARE_GLOBALS
   bool verbose = false;            // SVM_VERBOSE
   bool show_stats = false;         // SVM_SHOW_STATS

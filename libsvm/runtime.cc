@@ -230,6 +230,8 @@ Status Runtime::Connect() {
     to.num_nodes = opts_.nodes;
     to.epoch = opts_.epoch;
     to.key = cc.key;
+    to.latency_ns = opts_.net_latency_ns;
+    to.bandwidth_bytes_per_s = opts_.net_bandwidth;
     to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0"
                                          : opts_.nic_listen;
     std::unique_ptr<nic::TcpNic> tcp;

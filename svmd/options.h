@@ -58,6 +58,11 @@ Status CheckChoice(std::span<const Choice> table, const std::string& flag, const
 
 // "4096", "64K", "1M", "2G", "0x200000000000" -> bytes.
 Status ParseSize(const std::string& text, uint64_t* out);
+// "0", "500ns", "2us", "1.5ms", "1s" -> nanoseconds.
+Status ParseDuration(const std::string& text, uint64_t* ns);
+// "0", "10Gbit", "100Mbit", "1.25GB" (decimal units, per second; "/s" may
+// follow) -> bytes per second.
+Status ParseRate(const std::string& text, uint64_t* bytes_per_s);
 
 inline constexpr uint16_t kDefaultSvmdPort = 7117;
 
@@ -78,6 +83,8 @@ struct Options {
   std::vector<std::string> hosts;  // svmd addresses "host[:port]"; empty = local job
   std::string key_file;            // admin key shared with the svmds
   std::string preload;             // libsvm path, "none", or "" = default
+  uint64_t net_latency_ns = 0;     // injected per frame at the receiving NIC; 0 = none
+  uint64_t net_bandwidth = 0;      // bytes/s per connection; 0 = unlimited
   std::vector<std::string> program;  // after --
 };
 

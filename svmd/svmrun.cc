@@ -172,6 +172,8 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_HOME=" + o_.home,
       "SVM_LOG_LEVEL=" + o_.log_level,
       "SVM_JOB_EPOCH=" + std::to_string(epoch_),
+      "SVM_NET_LATENCY_NS=" + std::to_string(o_.net_latency_ns),
+      "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth),
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));

@@ -187,6 +187,22 @@ TEST(Options, ChoicesAndSizes) {
   EXPECT_FALSE(ParseSize("-1", &v).ok());
   EXPECT_FALSE(ParseSize("1T", &v).ok());
   EXPECT_FALSE(ParseSize("99999999999999999999G", &v).ok());
+  // Network injection: durations and rates.
+  ASSERT_TRUE(ParseDuration("2us", &v).ok());
+  EXPECT_EQ(v, 2000u);
+  ASSERT_TRUE(ParseDuration("1.5ms", &v).ok());
+  EXPECT_EQ(v, 1500000u);
+  ASSERT_TRUE(ParseDuration("0", &v).ok());
+  EXPECT_EQ(v, 0u);
+  EXPECT_FALSE(ParseDuration("2", &v).ok());
+  EXPECT_FALSE(ParseDuration("-2us", &v).ok());
+  EXPECT_FALSE(ParseDuration("2 weeks", &v).ok());
+  ASSERT_TRUE(ParseRate("10Gbit", &v).ok());
+  EXPECT_EQ(v, 1250000000u);
+  ASSERT_TRUE(ParseRate("100MB/s", &v).ok());
+  EXPECT_EQ(v, 100000000u);
+  EXPECT_FALSE(ParseRate("fast", &v).ok());
+  EXPECT_NE(ParseRate("10Gbps", &v).message().find("Gbit"), std::string::npos);
   // Every option of the table has an SVM_ twin.
   for (const OptionSpec& o : OptionTable()) EXPECT_EQ(std::string(o.env).rfind("SVM_", 0), 0u) << o.flags;
 }

@@ -176,6 +176,8 @@ TEST(Launch, BadFlagsStartNothing) {
       {{"--region-base", "0x1001"}, "--region-base"},
       {{"--timeout", "-1"}, "--timeout"},
       {{"--log-level", "loud"}, "--log-level"},
+      {{"--net-latency", "2"}, "--net-latency: '2': unknown unit ''"},
+      {{"--net-bandwidth", "10Gbps"}, "--net-bandwidth"},
       {{"--hosts", "127.0.0.1:1"}, "--key-file"},
   };
   for (auto& k : cases) {
@@ -216,7 +218,8 @@ TEST(Launch, HelpAndVersion) {
   EXPECT_EQ(h.ExitCode(), 0);
   for (const char* f : {"--nodes", "--threads-per-node", "--place", "--mode", "--fault", "--transport",
                         "--region-base", "--region-size", "--home", "--stats", "--timeout", "--tag-output",
-                        "--log-level", "--hosts", "--preload", "--key-file", "SVM_NODES"})
+                        "--log-level", "--hosts", "--preload", "--key-file", "--net-latency",
+                        "--net-bandwidth", "SVM_NODES"})
     EXPECT_NE(h.out.find(f), std::string::npos) << f;
   Child v({Svmrun(), "--version"});
   EXPECT_EQ(v.ExitCode(), 0);
