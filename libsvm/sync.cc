@@ -8,6 +8,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
+
 #include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
 #include "libsvm/thread_state.h"
@@ -82,6 +84,22 @@ int64_t NanosUntil(const timespec* abstime) {
   return (int64_t(abstime->tv_sec) - now.tv_sec) * 1'000'000'000 + (abstime->tv_nsec - now.tv_nsec);
 }
 
+// Process-shared objects are made coherent among the job's threads, like any
+// other; a process outside the job that maps the same memory is not
+// synchronised with them. Said once per kind of object, at its init.
+enum SharedKind : uint32_t { kMutexKind, kCondKind, kBarrierKind, kRwlockKind, kSpinKind, kSemKind };
+void NoteProcessShared(SharedKind kind, const void* object) {
+  static constexpr const char* kWhat[] = {"mutex",           "condition variable", "barrier",
+                                          "read-write lock", "spin lock",          "semaphore"};
+  static std::atomic<uint32_t> said{0};
+  if (said.fetch_or(1u << kind) & (1u << kind)) return;
+  const char* what = kWhat[kind];
+  spdlog::warn(
+      "process-shared {} at {}: svm synchronises it among this job's threads only; another "
+      "process using it is not synchronised with them",
+      what, object);
+}
+
 int MutexKind(pthread_mutex_t* m) {
   if (!Rt().IsShared(m)) return PTHREAD_MUTEX_NORMAL;  // see sync.h
   return m->__data.__kind & 3;
@@ -105,6 +123,9 @@ bool Managed() { return Runtime::Get() && t_app && !t_in_runtime; }
 
 int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
   RuntimeScope scope;
+  int pshared = PTHREAD_PROCESS_PRIVATE;
+  if (attr && pthread_mutexattr_getpshared(attr, &pshared) == 0 && pshared == PTHREAD_PROCESS_SHARED)
+    NoteProcessShared(kMutexKind, m);
   static auto real = NextSymbol<decltype(&::pthread_mutex_init)>("pthread_mutex_init");
   return real(m, attr);  // sets the kind in the object
 }
@@ -164,8 +185,11 @@ int MutexDestroy(pthread_mutex_t*) { return 0; }
 
 // ---- condition variables ----
 
-int CondInit(pthread_cond_t* c, const pthread_condattr_t*) {
+int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr) {
   RuntimeScope scope;
+  int pshared = PTHREAD_PROCESS_PRIVATE;
+  if (attr && pthread_condattr_getpshared(attr, &pshared) == 0 && pshared == PTHREAD_PROCESS_SHARED)
+    NoteProcessShared(kCondKind, c);
   Rt().Acquire(StateLock(c));
   StateWord(c, kCondSeq).Set(0);
   Rt().Release(StateLock(c));
@@ -220,9 +244,13 @@ int CondDestroy(pthread_cond_t*) { return 0; }
 
 // ---- barriers ----
 
-int BarrierInit(pthread_barrier_t* b, const pthread_barrierattr_t*, unsigned count) {
+int BarrierInit(pthread_barrier_t* b, const pthread_barrierattr_t* attr, unsigned count) {
   if (count == 0) return EINVAL;
   RuntimeScope scope;
+  int pshared = PTHREAD_PROCESS_PRIVATE;
+  if (attr && pthread_barrierattr_getpshared(attr, &pshared) == 0 &&
+      pshared == PTHREAD_PROCESS_SHARED)
+    NoteProcessShared(kBarrierKind, b);
   StateWord(b, kBarrierCount).Set(count);
   StateWord(b, kBarrierMagic).Set(kMagic);
   return 0;
@@ -265,13 +293,22 @@ int UnlockExclusive(LockId l) {
 
 }  // namespace
 
-int RwlockInit(pthread_rwlock_t*, const pthread_rwlockattr_t*) { return 0; }
+int RwlockInit(pthread_rwlock_t* l, const pthread_rwlockattr_t* attr) {
+  int pshared = PTHREAD_PROCESS_PRIVATE;
+  if (attr && pthread_rwlockattr_getpshared(attr, &pshared) == 0 &&
+      pshared == PTHREAD_PROCESS_SHARED)
+    NoteProcessShared(kRwlockKind, l);
+  return 0;
+}
 int RwlockLock(pthread_rwlock_t* l) { return LockExclusive(Id(l)); }
 int RwlockTryLock(pthread_rwlock_t* l) { return TryLockExclusive(Id(l)); }
 int RwlockUnlock(pthread_rwlock_t* l) { return UnlockExclusive(Id(l)); }
 int RwlockDestroy(pthread_rwlock_t*) { return 0; }
 
-int SpinInit(pthread_spinlock_t*, int) { return 0; }
+int SpinInit(pthread_spinlock_t* l, int pshared) {
+  if (pshared == PTHREAD_PROCESS_SHARED) NoteProcessShared(kSpinKind, const_cast<const int*>(l));
+  return 0;
+}
 int SpinLock(pthread_spinlock_t* l) { return LockExclusive(Id(l)); }
 int SpinTryLock(pthread_spinlock_t* l) { return TryLockExclusive(Id(l)); }
 int SpinUnlock(pthread_spinlock_t* l) { return UnlockExclusive(Id(l)); }
@@ -279,8 +316,9 @@ int SpinDestroy(pthread_spinlock_t*) { return 0; }
 
 // ---- semaphores ----
 
-int SemInit(sem_t* s, int, unsigned value) {
+int SemInit(sem_t* s, int pshared, unsigned value) {
   RuntimeScope scope;
+  if (pshared != 0) NoteProcessShared(kSemKind, s);
   Rt().Acquire(StateLock(s));
   StateWord(s, kSemValue).Set(value);
   StateWord(s, kSemMagic).Set(kMagic);

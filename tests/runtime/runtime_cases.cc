@@ -70,6 +70,7 @@ struct Case {
   int status = 0;                 // svmrun's exit status
   std::vector<std::string> flags;  // extra svmrun flags ("{regionG}": see below)
   std::string input;               // svmrun's stdin
+  std::vector<std::string> stderr_has;  // lines that must appear on stderr
   // Points to run when the matrix is reduced (nullptr: all).
   std::function<bool(const Point&)> reduced;
   // Address space the case needs reserved, in GiB per node (probe).
@@ -221,6 +222,9 @@ std::vector<Case> Cases() {
     return Lines{"mutex_kinds " + Str(20 * w) + " " + Str(20 * w) + " " + Str(100 * w)};
   });
   litmus("once", "once", {"{P}"}, [](const Point&) { return Lines{"once 1"}; });
+  litmus("pshared", "pshared", {"{P}", "100"}, [](const Point& p) {
+    return Lines{"pshared " + Str(100L * p.workers()) + " " + Str(p.workers())};
+  }).stderr_has = {"process-shared mutex", "process-shared barrier", "process-shared semaphore"};
   litmus("rwlock", "rwlock", {"{P}", "200"}, [](const Point& p) {
     return Lines{"rwlock " + Str(50L * p.workers()) + " " + Str(150L * p.workers())};
   });
@@ -367,6 +371,12 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
     o.why = "exit status " + Str(status) + ", want " + Str(c.status);
   } else if (got != want) {
     o.why = "output differs";
+  } else if (auto missing = std::find_if(c.stderr_has.begin(), c.stderr_has.end(),
+                                         [&](const std::string& s) {
+                                           return err.find(s) == std::string::npos;
+                                         });
+             missing != c.stderr_has.end()) {
+    o.why = "stderr lacks \"" + *missing + "\"";
   } else {
     o.ok = true;
     return o;
