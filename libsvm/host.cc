@@ -235,4 +235,12 @@ void Runtime::NotifySyncEvent() {
           nullptr, nullptr, 0);
 }
 
+void Runtime::WakeSyncWaiters(uint64_t node_mask, const void* object) {
+  if (node_mask & NodeBit(self())) NotifySyncEvent();
+  if ((node_mask & ~NodeBit(self())) == 0 && opts_.nodes <= 64) return;
+  std::lock_guard<std::mutex> l(mu_);
+  for (NodeId n = 0; n < opts_.nodes; ++n)
+    if (n != self() && (node_mask & NodeBit(n))) SendMessage(n, SyncWake{reinterpret_cast<uint64_t>(object)});
+}
+
 }  // namespace svm::rt

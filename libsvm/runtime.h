@@ -96,6 +96,12 @@ class Runtime final : public Host {
   uint32_t SyncEventGeneration() const { return sync_event_.load(std::memory_order_acquire); }
   void WaitSyncEvent(uint32_t generation, int64_t timeout_ns);
   void NotifySyncEvent();
+  // Fires the event on every node in node_mask (NodeBit): here at once,
+  // elsewhere by a SyncWake message. `object` names what changed.
+  void WakeSyncWaiters(uint64_t node_mask, const void* object);
+  // A node's bit in a mask of nodes; nodes 64 apart share one (a spurious
+  // wake-up for the other, which pollers tolerate).
+  static uint64_t NodeBit(NodeId n) { return 1ull << (n % 64); }
 
   // Frees a block of another node's heap slice (Heap's remote_free hook).
   void RemoteFree(uint32_t owner, void* p);

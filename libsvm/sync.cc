@@ -67,15 +67,35 @@ class StateWord {
 
 // Objects' layouts over glibc's types (all large enough).
 constexpr uint64_t kMagic = 0x53564d0000000000ull;  // "SVM" in the top bytes
-constexpr size_t kSemValue = 0, kSemMagic = 8;
+// Waiters: the nodes (Runtime::NodeBit) with a thread waiting for the object
+// to change; whoever changes it wakes them and clears the mask.
+constexpr size_t kSemValue = 0, kSemMagic = 8, kSemWaiters = 16;
 constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
-constexpr size_t kCondSeq = 0;
-static_assert(sizeof(sem_t) >= 16 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 8);
+constexpr size_t kCondSeq = 0, kCondWaiters = 8;
+static_assert(sizeof(sem_t) >= 24 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 16);
 
 // Waits for a wake-up on this node or until the back-off passes; doubles it.
+// Changes wake their waiters by message, so the back-off only bounds a lost
+// race; it is long because every look takes the object's lock, and a remote
+// look pulls that lock away from the node that would signal.
 void Backoff(uint32_t gen, int64_t* delay_ns) {
   Rt().WaitSyncEvent(gen, *delay_ns);
-  *delay_ns = std::min<int64_t>(*delay_ns * 2, 2'000'000);
+  *delay_ns = std::min<int64_t>(*delay_ns * 2, 50'000'000);
+}
+
+// Adds this node to an object's waiters. REQUIRES: its state lock is held.
+void AddWaiter(void* object, size_t offset) {
+  StateWord w(object, offset);
+  const uint64_t bit = Runtime::NodeBit(Rt().self());
+  if (!(w.Get() & bit)) w.Set(w.Get() | bit);
+}
+
+// Takes the object's waiters. REQUIRES: its state lock is held.
+uint64_t TakeWaiters(void* object, size_t offset) {
+  StateWord w(object, offset);
+  const uint64_t mask = w.Get();
+  if (mask) w.Set(0);
+  return mask;
 }
 
 int64_t NanosUntil(const timespec* abstime) {
@@ -192,25 +212,28 @@ int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr) {
     NoteProcessShared(kCondKind, c);
   Rt().Acquire(StateLock(c));
   StateWord(c, kCondSeq).Set(0);
+  StateWord(c, kCondWaiters).Set(0);
   Rt().Release(StateLock(c));
   return 0;
 }
 
-static uint64_t ReadSeq(pthread_cond_t* c) {
+// The condition's sequence number; with `wait`, also joins its waiters.
+static uint64_t ReadSeq(pthread_cond_t* c, bool wait) {
   Rt().Acquire(StateLock(c));
   uint64_t seq = StateWord(c, kCondSeq).Get();
+  if (wait) AddWaiter(c, kCondWaiters);
   Rt().Release(StateLock(c));
   return seq;
 }
 
 int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
   RuntimeScope scope;
-  const uint64_t seq = ReadSeq(c);
+  const uint64_t seq = ReadSeq(c, true);
   if (int err = MutexUnlock(m); err != 0) return err;
   int result = 0;
   for (int64_t delay = 20'000;;) {
     const uint32_t gen = Rt().SyncEventGeneration();
-    if (ReadSeq(c) != seq) break;
+    if (ReadSeq(c, false) != seq) break;
     if (abstime) {
       const int64_t left = NanosUntil(abstime);
       if (left <= 0) {
@@ -234,8 +257,9 @@ int CondBroadcast(pthread_cond_t* c) {
   Rt().Acquire(StateLock(c));
   StateWord seq(c, kCondSeq);
   seq.Set(seq.Get() + 1);
+  const uint64_t waiters = TakeWaiters(c, kCondWaiters);
   Rt().Release(StateLock(c));
-  Rt().NotifySyncEvent();
+  Rt().WakeSyncWaiters(waiters, c);
   return 0;
 }
 
@@ -322,12 +346,14 @@ int SemInit(sem_t* s, int pshared, unsigned value) {
   Rt().Acquire(StateLock(s));
   StateWord(s, kSemValue).Set(value);
   StateWord(s, kSemMagic).Set(kMagic);
+  StateWord(s, kSemWaiters).Set(0);
   Rt().Release(StateLock(s));
   return 0;
 }
 
-// Takes one unit if there is one. REQUIRES: s initialised by SemInit.
-static int SemTake(sem_t* s, bool* taken) {
+// Takes one unit if there is one; else, with `wait`, joins the waiters.
+// REQUIRES: s initialised by SemInit.
+static int SemTake(sem_t* s, bool wait, bool* taken) {
   Rt().Acquire(StateLock(s));
   StateWord magic(s, kSemMagic), value(s, kSemValue);
   int err = 0;
@@ -337,6 +363,8 @@ static int SemTake(sem_t* s, bool* taken) {
   } else if (value.Get() > 0) {
     value.Set(value.Get() - 1);
     *taken = true;
+  } else if (wait) {
+    AddWaiter(s, kSemWaiters);
   }
   Rt().Release(StateLock(s));
   return err;
@@ -347,7 +375,7 @@ static int SemWaitUntil(sem_t* s, const timespec* abstime) {
   for (int64_t delay = 20'000;;) {
     const uint32_t gen = Rt().SyncEventGeneration();
     bool taken = false;
-    if (int err = SemTake(s, &taken); err != 0) {
+    if (int err = SemTake(s, true, &taken); err != 0) {
       errno = err;
       return -1;
     }
@@ -370,7 +398,7 @@ int SemTimedWait(sem_t* s, const timespec* abstime) { return SemWaitUntil(s, abs
 int SemTryWait(sem_t* s) {
   RuntimeScope scope;
   bool taken = false;
-  if (int err = SemTake(s, &taken); err != 0) {
+  if (int err = SemTake(s, false, &taken); err != 0) {
     errno = err;
     return -1;
   }
@@ -385,12 +413,13 @@ int SemPost(sem_t* s) {
   StateWord magic(s, kSemMagic), value(s, kSemValue);
   const bool ok = magic.Get() == kMagic;
   if (ok) value.Set(value.Get() + 1);
+  const uint64_t waiters = ok ? TakeWaiters(s, kSemWaiters) : 0;
   Rt().Release(StateLock(s));
   if (!ok) {
     errno = EINVAL;
     return -1;
   }
-  Rt().NotifySyncEvent();
+  Rt().WakeSyncWaiters(waiters, s);
   return 0;
 }
 

@@ -220,6 +220,10 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
     spawn_cv_.notify_one();
     return;
   }
+  if (std::holds_alternative<SyncWake>(m)) {
+    NotifySyncEvent();
+    return;
+  }
   if (auto* f = std::get_if<svm::RemoteFree>(&m)) {
     // Not under mu_: the heap's locks come before mu_ (Free -> RemoteFree).
     for (uint64_t b : f->blocks) heap_->FreeLocal(reinterpret_cast<void*>(b));

@@ -27,6 +27,7 @@ const char* ToString(MessageType t) {
     case MessageType::kJoinReply: return "join-reply";
     case MessageType::kDetachRequest: return "detach-request";
     case MessageType::kRemoteFree: return "remote-free";
+    case MessageType::kSyncWake: return "sync-wake";
   }
   return "?";
 }

@@ -150,9 +150,17 @@ struct RemoteFree {
   friend bool operator==(const RemoteFree&, const RemoteFree&) = default;
 };
 
+// -> a node with threads waiting on the condition variable or semaphore at
+// `object`, which changed: they should look again.
+struct SyncWake {
+  uint64_t object = 0;
+  friend bool operator==(const SyncWake&, const SyncWake&) = default;
+};
+
 using Message = std::variant<FetchRequest, PageReply, DiffMessage, LockRequest, LockGrant,
                              BarrierArrive, BarrierRelease, HomeClaim, HomeReply, SpawnRequest,
-                             SpawnReply, JoinRequest, JoinReply, DetachRequest, RemoteFree>;
+                             SpawnReply, JoinRequest, JoinReply, DetachRequest, RemoteFree,
+                             SyncWake>;
 
 // Wire type codes; the variant index order is the code order, starting at 1.
 enum class MessageType : uint16_t {
@@ -171,8 +179,9 @@ enum class MessageType : uint16_t {
   kJoinReply,
   kDetachRequest,
   kRemoteFree,
+  kSyncWake,
 };
-inline constexpr uint16_t kMessageTypeCount = 15;
+inline constexpr uint16_t kMessageTypeCount = 16;
 
 // Whether messages of type t are the protocol Node's (the rest are the
 // runtime's). REQUIRES: IsValid(t).

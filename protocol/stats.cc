@@ -48,7 +48,8 @@ HandlerKind HandlerKindOf(MessageType t) {
     case MessageType::kJoinRequest:
     case MessageType::kJoinReply:
     case MessageType::kDetachRequest:
-    case MessageType::kRemoteFree: return HandlerKind::kRuntime;
+    case MessageType::kRemoteFree:
+    case MessageType::kSyncWake: return HandlerKind::kRuntime;
   }
   assert(false && "HandlerKindOf: invalid MessageType");
   return HandlerKind::kFetch;

@@ -113,6 +113,8 @@ void PutBody(Writer& w, const JoinReply& m) {
 
 void PutBody(Writer& w, const DetachRequest& m) { w.PutU64(m.thread); }
 
+void PutBody(Writer& w, const SyncWake& m) { w.PutU64(m.object); }
+
 void PutBody(Writer& w, const RemoteFree& m) {
   w.PutU32(static_cast<uint32_t>(m.blocks.size()));
   for (uint64_t b : m.blocks) w.PutU64(b);
@@ -298,6 +300,8 @@ void ReadBody(BodyReader& r, DetachRequest* m) { r.U64(&m->thread, "thread"); }
 
 void ReadBody(BodyReader& r, RemoteFree* m) { r.U64List(&m->blocks, "blocks"); }
 
+void ReadBody(BodyReader& r, SyncWake* m) { r.U64(&m->object, "object"); }
+
 // Decodes a body of type T; *out is assigned only on success.
 template <typename T>
 Status DecodeAs(BodyReader& r, Message* out) {
@@ -381,6 +385,7 @@ Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Me
     case MessageType::kJoinReply: return DecodeAs<JoinReply>(r, out);
     case MessageType::kDetachRequest: return DecodeAs<DetachRequest>(r, out);
     case MessageType::kRemoteFree: return DecodeAs<RemoteFree>(r, out);
+    case MessageType::kSyncWake: return DecodeAs<SyncWake>(r, out);
   }
   return Status::Malformed("wire: unknown type");  // unreachable: DecodeHeader checked
 }

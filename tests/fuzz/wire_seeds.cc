@@ -34,6 +34,7 @@ std::vector<svm::Message> SeedMessages(uint32_t nodes) {
       svm::JoinReply{1, 4},
       svm::DetachRequest{1},
       svm::RemoteFree{{8, 16}},
+      svm::SyncWake{64},
   };
 }
 

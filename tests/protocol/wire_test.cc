@@ -60,6 +60,7 @@ std::vector<Message> Samples() {
       DetachRequest{3},
       RemoteFree{{0x600000000000, 0x600000001040}},
       RemoteFree{{}},
+      SyncWake{0x200000001000},
   };
 }
 
