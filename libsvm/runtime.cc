@@ -223,8 +223,7 @@ Status Runtime::Connect() {
   std::vector<std::string> peers;
   if (opts_.nodes > 1) {
     svmd::ControlConfig cc;
-    if (svmd::Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok())
-      return Status::InvalidArgument(st.ToString());
+    if (Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok()) return st;
     nic::TcpOptions to;
     to.self = opts_.node;
     to.num_nodes = opts_.nodes;
@@ -238,8 +237,7 @@ Status Runtime::Connect() {
     if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
     const std::string me = tcp->listen_address();
     nic_ = std::move(tcp);
-    if (svmd::Status st = svmd::Rendezvous(cc, me, &peers); !st.ok())
-      return Status::InvalidArgument(st.ToString());
+    if (Status st = svmd::Rendezvous(cc, me, &peers); !st.ok()) return st;
     if (Status st = nic_->RegisterRegion({kCounterRegion, &thread_counter_, sizeof(thread_counter_)});
         !st.ok())
       return st;

@@ -1,4 +1,5 @@
-// Status: the outcome of an operation that can fail, as a value.
+// Status: the outcome of an operation that can fail, as a value; one type for
+// the whole project (protocol, NIC, runtime and the control path).
 //
 // Success costs nothing but an enum; failures carry a short message that
 // names what was wrong. Copyable, movable; not thread-safe beyond that.
@@ -12,7 +13,17 @@ namespace svm {
 
 class Status {
  public:
-  enum class Code { kOk, kMalformed, kInvalidArgument, kUnsupported, kOutOfRange };
+  enum class Code {
+    kOk,
+    kMalformed,        // bytes from a peer that break the format or the protocol
+    kInvalidArgument,
+    kUnsupported,
+    kOutOfRange,
+    kIoError,          // a system call failed
+    kAuthFailed,       // a peer failed (or refused) the job key's proof
+    kTimeout,
+    kClosed,           // the peer closed the connection in an orderly way
+  };
 
   Status() = default;
   static Status Ok() { return Status(); }
@@ -20,6 +31,12 @@ class Status {
   static Status InvalidArgument(std::string_view msg) { return {Code::kInvalidArgument, msg}; }
   static Status Unsupported(std::string_view msg) { return {Code::kUnsupported, msg}; }
   static Status OutOfRange(std::string_view msg) { return {Code::kOutOfRange, msg}; }
+  static Status IoError(std::string_view msg) { return {Code::kIoError, msg}; }
+  // IoError with strerror(err) appended: "what: No such file or directory".
+  static Status Errno(std::string_view what, int err);
+  static Status AuthFailed(std::string_view msg) { return {Code::kAuthFailed, msg}; }
+  static Status Timeout(std::string_view msg) { return {Code::kTimeout, msg}; }
+  static Status Closed(std::string_view msg) { return {Code::kClosed, msg}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

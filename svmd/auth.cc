@@ -129,11 +129,11 @@ Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, 
 
   uint8_t peer[kHelloBytes];
   if (s = ReadFull(fd, peer, sizeof(peer), deadline_ms); !s.ok()) return s;
-  if (std::memcmp(peer, kMagic, 4) != 0) return Status::ProtocolError("peer is not an svm endpoint (bad magic)");
+  if (std::memcmp(peer, kMagic, 4) != 0) return Status::Malformed("peer is not an svm endpoint (bad magic)");
   if (peer[4] != kVersion)
-    return Status::ProtocolError("peer speaks auth version " + std::to_string(peer[4]));
+    return Status::Malformed("peer speaks auth version " + std::to_string(peer[4]));
   AuthRole peer_role = role == AuthRole::kClient ? AuthRole::kServer : AuthRole::kClient;
-  if (peer[5] != uint8_t(peer_role)) return Status::ProtocolError("peer claims the wrong role");
+  if (peer[5] != uint8_t(peer_role)) return Status::Malformed("peer claims the wrong role");
   Key theirs;
   std::memcpy(theirs.data(), peer + 8, kKeyBytes);
   if (theirs == mine) return Status::AuthFailed("peer echoed our nonce");

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "svmd/net.h"
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

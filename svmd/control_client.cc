@@ -82,16 +82,16 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
   Frame f;
   for (;;) {
     if (s = RecvFrame(fd.get(), deadline, &f); !s.ok()) return s;
-    if (f.epoch != cfg.epoch) return Status::ProtocolError("control: frame from another job (epoch)");
+    if (f.epoch != cfg.epoch) return Status::Malformed("control: frame from another job (epoch)");
     if (f.type == MsgType::kTerminate) return Status::Closed("svmrun ended the job during rendezvous");
     if (f.type != MsgType::kPeers)
-      return Status::ProtocolError(std::string("control: unexpected ") + ToString(f.type));
+      return Status::Malformed(std::string("control: unexpected ") + ToString(f.type));
     break;
   }
   std::vector<std::string> list;
   if (s = DecodeStrings(f.body, MsgType::kPeers, &list); !s.ok()) return s;
   if (list.size() != cfg.nodes)
-    return Status::ProtocolError("PEERS lists " + std::to_string(list.size()) + " nodes, expected " +
+    return Status::Malformed("PEERS lists " + std::to_string(list.size()) + " nodes, expected " +
                                  std::to_string(cfg.nodes));
   event_fd_.reset(::eventfd(0, EFD_CLOEXEC));
   if (!event_fd_.valid()) return Status::Errno("eventfd", errno);

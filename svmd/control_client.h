@@ -25,7 +25,7 @@
 
 #include "svmd/auth.h"
 #include "svmd/net.h"
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

@@ -84,9 +84,9 @@ void Decoder::Raw(void* p, size_t n) {
   pos_ += n;
 }
 Status Decoder::Done(MsgType t) const {
-  if (failed_) return Status::ProtocolError(std::string("truncated ") + ToString(t) + " message");
+  if (failed_) return Status::Malformed(std::string("truncated ") + ToString(t) + " message");
   if (pos_ != in_.size())
-    return Status::ProtocolError(std::string("trailing bytes in ") + ToString(t) + " message");
+    return Status::Malformed(std::string("trailing bytes in ") + ToString(t) + " message");
   return Status::Ok();
 }
 
@@ -110,11 +110,11 @@ static Status ParseHeader(std::string_view h, MsgType* type, uint32_t* len, uint
   uint16_t t = uint16_t(d.U8() | d.U8() << 8);
   *len = d.U32();
   *epoch = d.U32();
-  if (magic != kFrameMagic) return Status::ProtocolError("bad frame magic");
+  if (magic != kFrameMagic) return Status::Malformed("bad frame magic");
   if (version != kFrameVersion)
-    return Status::ProtocolError("unsupported frame version " + std::to_string(version));
-  if (!IsValid(t)) return Status::ProtocolError("unknown message type " + std::to_string(t));
-  if (*len > kMaxBody) return Status::ProtocolError("frame body too long: " + std::to_string(*len));
+    return Status::Malformed("unsupported frame version " + std::to_string(version));
+  if (!IsValid(t)) return Status::Malformed("unknown message type " + std::to_string(t));
+  if (*len > kMaxBody) return Status::Malformed("frame body too long: " + std::to_string(*len));
   *type = MsgType(t);
   return Status::Ok();
 }
@@ -181,7 +181,7 @@ Status Decode(std::string_view body, JobRequest* m) {
   d.Raw(m->wrapped_key.data(), m->wrapped_key.size());
   m->nodes_total = d.U32();
   uint32_t n = d.U32();
-  if (n > kMaxListItems || n > body.size() / 4) return Status::ProtocolError("JOB: node list too long");
+  if (n > kMaxListItems || n > body.size() / 4) return Status::Malformed("JOB: node list too long");
   m->node_ids.clear();
   for (uint32_t i = 0; i < n && !d.failed(); ++i) m->node_ids.push_back(d.U32());
   m->argv = d.Strs();
@@ -190,9 +190,9 @@ Status Decode(std::string_view body, JobRequest* m) {
   m->control = d.Str();
   Status s = d.Done(MsgType::kJob);
   if (!s.ok()) return s;
-  if (m->argv.empty()) return Status::ProtocolError("JOB: empty argv");
+  if (m->argv.empty()) return Status::Malformed("JOB: empty argv");
   for (uint32_t id : m->node_ids)
-    if (id >= m->nodes_total) return Status::ProtocolError("JOB: node id out of range");
+    if (id >= m->nodes_total) return Status::Malformed("JOB: node id out of range");
   return Status::Ok();
 }
 
@@ -212,7 +212,7 @@ Status Decode(std::string_view body, NodeExitMsg* m) {
   m->message = d.Str();
   Status s = d.Done(MsgType::kNodeExit);
   if (!s.ok()) return s;
-  if (k > uint8_t(ExitKind::kStartFailed)) return Status::ProtocolError("NODE_EXIT: bad kind");
+  if (k > uint8_t(ExitKind::kStartFailed)) return Status::Malformed("NODE_EXIT: bad kind");
   m->kind = ExitKind(k);
   return Status::Ok();
 }
@@ -230,7 +230,7 @@ Status Decode(std::string_view body, OutputMsg* m) {
   m->stream = d.U8();
   m->data = d.Str();
   Status s = d.Done(MsgType::kOutput);
-  if (s.ok() && m->stream != 1 && m->stream != 2) return Status::ProtocolError("OUTPUT: bad stream");
+  if (s.ok() && m->stream != 1 && m->stream != 2) return Status::Malformed("OUTPUT: bad stream");
   return s;
 }
 

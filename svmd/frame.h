@@ -4,7 +4,7 @@
 //   u32 magic "SVMC" | u16 version | u16 type | u32 body length | u32 job epoch
 // Integers little-endian; strings and byte runs carry a u32 length; lists a
 // u32 count. Decoding is bounds-checked: a short, long or otherwise malformed
-// body yields a ProtocolError, never undefined behaviour, and no length is
+// body yields a Malformed status, never undefined behaviour, and no length is
 // trusted before it is checked against kMaxBody / the bytes that remain.
 // Thread-safe: no shared state (a FrameReader belongs to one connection).
 #pragma once
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "svmd/auth.h"
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

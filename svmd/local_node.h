@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "svmd/net.h"
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

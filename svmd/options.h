@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

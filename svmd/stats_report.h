@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "svmd/status.h"
+#include "protocol/status.h"
 
 namespace svm::svmd {
 

@@ -112,7 +112,7 @@ void Session::Run() {
   SetState(SessionState::kAwaitingJob);
   Frame f;
   s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
-  if (s.ok() && f.type != MsgType::kJob) s = Status::ProtocolError(std::string("expected JOB, got ") + ToString(f.type));
+  if (s.ok() && f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
   if (s.ok()) s = StartJob(f, session);
   if (!s.ok()) {
     spdlog::error("session {} from {}: {}", id_, peer_, s.ToString());
@@ -213,7 +213,7 @@ void Session::OnConn() {
   Status err;
   while (in_.Next(&f, &err)) {
     if (f.epoch != epoch_) {
-      err = Status::ProtocolError("wrong epoch");
+      err = Status::Malformed("wrong epoch");
       break;
     }
     if (f.type == MsgType::kStdin) {
@@ -224,14 +224,14 @@ void Session::OnConn() {
       int32_t sig = 0;
       if (err = DecodeI32(f.body, f.type, &sig); !err.ok()) break;
       if (sig <= 0 || sig >= NSIG) {
-        err = Status::ProtocolError("KILL: bad signal");
+        err = Status::Malformed("KILL: bad signal");
         break;
       }
       spdlog::info("session {}: KILL {}", id_, SignalName(sig));
       for (auto& n : nodes_) n->Signal(sig);
       if (sig != SIGKILL && !kill_at_) kill_at_ = NowMs() + kGraceMs;
     } else {
-      err = Status::ProtocolError(std::string("unexpected ") + ToString(f.type));
+      err = Status::Malformed(std::string("unexpected ") + ToString(f.type));
       break;
     }
   }

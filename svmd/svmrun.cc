@@ -266,7 +266,7 @@ Status Job::StartRemote() {
       DecodeStrings(f.body, f.type, &m);
       return Status::InvalidArgument(who + " refused the job: " + (m.empty() ? "?" : m[0]));
     }
-    if (f.type != MsgType::kJobStarted) return Status::ProtocolError(who + ": unexpected " + ToString(f.type));
+    if (f.type != MsgType::kJobStarted) return Status::Malformed(who + ": unexpected " + ToString(f.type));
     h.state = HostState::kStarted;
     SetNonblocking(h.fd.get(), false);
     spdlog::info("{}: {} nodes {}..{}", who, ToString(h.state), h.nodes.front(), h.nodes.back());
@@ -333,8 +333,8 @@ void Job::Handshake(UniqueFd fd) {
   Frame f;
   HelloMsg hello;
   if (s = RecvFrame(fd.get(), deadline, &f); s.ok()) {
-    if (f.epoch != epoch_) s = Status::ProtocolError("wrong job epoch");
-    else if (f.type != MsgType::kHello) s = Status::ProtocolError(std::string("expected HELLO, got ") + ToString(f.type));
+    if (f.epoch != epoch_) s = Status::Malformed("wrong job epoch");
+    else if (f.type != MsgType::kHello) s = Status::Malformed(std::string("expected HELLO, got ") + ToString(f.type));
     else s = Decode(f.body, &hello);
   }
   if (!s.ok()) {
@@ -494,7 +494,7 @@ void Job::OnControl(Node& n) {
   Status err;
   while (n.control_in.Next(&f, &err)) {
     if (f.epoch != epoch_) {
-      err = Status::ProtocolError("wrong epoch");
+      err = Status::Malformed("wrong epoch");
       break;
     }
     if (f.type == MsgType::kExit) {
@@ -509,7 +509,7 @@ void Job::OnControl(Node& n) {
         SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
       }
     } else {
-      err = Status::ProtocolError(std::string("unexpected ") + ToString(f.type) + " from a node");
+      err = Status::Malformed(std::string("unexpected ") + ToString(f.type) + " from a node");
       break;
     }
   }
@@ -547,12 +547,12 @@ void Job::OnHost(size_t hi) {
       NodeExitMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
       if (m.node >= nodes_.size() || nodes_[m.node].host != int(hi)) {
-        err = Status::ProtocolError("NODE_EXIT for a node not on this host");
+        err = Status::Malformed("NODE_EXIT for a node not on this host");
         break;
       }
       NodeExited(nodes_[m.node], m.kind, m.value, m.message);
     } else {
-      err = Status::ProtocolError(std::string("unexpected ") + ToString(f.type));
+      err = Status::Malformed(std::string("unexpected ") + ToString(f.type));
       break;
     }
   }

@@ -106,7 +106,7 @@ Status ProveKey(int fd, const JobKey& key, bool dialer, Clock::time_point deadli
   static_assert(std::is_same_v<JobKey, svmd::Key>);
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   const int64_t deadline_ms = svmd::NowMs() + std::max<int64_t>(0, left.count());
-  svmd::Status s = svmd::Authenticate(
+  Status s = svmd::Authenticate(
       fd, key, dialer ? svmd::AuthRole::kClient : svmd::AuthRole::kServer, deadline_ms);
   if (!s.ok()) return Status::InvalidArgument(fmt::format("authentication failed: {}", s.ToString()));
   return Status::Ok();

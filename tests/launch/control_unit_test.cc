@@ -67,14 +67,14 @@ TEST(Auth, SameRoleOnBothSidesIsRefused) {
   EXPECT_FALSE(other.ok());
 }
 
-TEST(Auth, GarbagePeerIsAProtocolError) {
+TEST(Auth, GarbagePeerIsMalformed) {
   Key k;
   GenerateKey(&k);
   Pair p;
   std::string junk(40, 'x');
   ASSERT_TRUE(WriteAll(p.b.get(), junk.data(), junk.size()).ok());
   Status s = Authenticate(p.a.get(), k, AuthRole::kClient, NowMs() + 10000);
-  EXPECT_EQ(s.code(), Status::Code::kProtocolError);
+  EXPECT_EQ(s.code(), Status::Code::kMalformed);
 }
 
 TEST(Auth, SilentPeerTimesOut) {

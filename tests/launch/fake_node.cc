@@ -33,6 +33,7 @@
 #include "svmd/net.h"
 
 using namespace svm::svmd;
+using svm::Status;
 
 namespace {
 

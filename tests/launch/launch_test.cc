@@ -249,8 +249,8 @@ TEST(Launch, WrongKeyIsRefusedEverywhere) {
   cfg.rendezvous_timeout_ms = 20000;
   svmd::ControlClient client;
   std::vector<std::string> got;
-  svmd::Status s = client.Rendezvous(cfg, "1.2.3.4:5", &got);
-  EXPECT_EQ(s.code(), svmd::Status::Code::kAuthFailed) << s.ToString();
+  Status s = client.Rendezvous(cfg, "1.2.3.4:5", &got);
+  EXPECT_EQ(s.code(), Status::Code::kAuthFailed) << s.ToString();
   EXPECT_TRUE(got.empty());
   ASSERT_TRUE(c.WaitFor("refused control connection"));
 
@@ -260,7 +260,7 @@ TEST(Launch, WrongKeyIsRefusedEverywhere) {
   svmd::UniqueFd fd;
   ASSERT_TRUE(svmd::Connect(host, port, svmd::NowMs() + 20000, &fd).ok());
   s = svmd::Authenticate(fd.get(), wrong, svmd::AuthRole::kClient, svmd::NowMs() + 20000);
-  EXPECT_EQ(s.code(), svmd::Status::Code::kAuthFailed) << s.ToString();
+  EXPECT_EQ(s.code(), Status::Code::kAuthFailed) << s.ToString();
   char byte;
   EXPECT_LE(read(fd.get(), &byte, 1), 0) << "a byte of node memory leaked";
   ASSERT_TRUE(c.WaitFor("n1: refused NIC connection"));

@@ -76,7 +76,7 @@ int Dial(const std::string& address) {
 }
 
 // The job-key proof a dialler owes before its hello.
-svmd::Status Prove(int fd, const JobKey& key) {
+Status Prove(int fd, const JobKey& key) {
   return svmd::Authenticate(fd, key, svmd::AuthRole::kClient, svmd::NowMs() + 30'000);
 }
 
@@ -130,7 +130,7 @@ class RawPeerTest : public ::testing::Test {
     std::thread t([&] { connect_status_ = nic_->Connect(addrs); });
     fd_ = Dial(nic_->listen_address());
     ASSERT_GE(fd_, 0);
-    svmd::Status auth = Prove(fd_, TestKey());
+    Status auth = Prove(fd_, TestKey());
     ASSERT_TRUE(auth.ok()) << auth.ToString();
     SendFrame(Hello(1));
     frame::Frame h = ReadFrame();
@@ -409,8 +409,8 @@ TEST(TcpAuthTest, WrongKeyGetsNoHelloAndNoMemory) {
   // 1. A wrong key: the proof fails, nothing after it is answered.
   int fd = Dial(nic->listen_address());
   ASSERT_GE(fd, 0);
-  svmd::Status auth = Prove(fd, TestKey(1));
-  EXPECT_EQ(auth.code(), svmd::Status::Code::kAuthFailed) << auth.ToString();
+  Status auth = Prove(fd, TestKey(1));
+  EXPECT_EQ(auth.code(), Status::Code::kAuthFailed) << auth.ToString();
   send(fd, attack.data(), attack.size(), MSG_NOSIGNAL);
   std::vector<uint8_t> got = ReadUntilClosed(fd);
   EXPECT_TRUE(got.empty()) << got.size() << " bytes after a failed proof";
