@@ -9,7 +9,8 @@
 //
 // Locking: one mutex (mu_) serialises every call into the protocol Node and
 // the runtime's own tables. A thread that the Node blocks waits on its slot's
-// futex without holding mu_.
+// futex without holding mu_; while it spins there it may handle protocol
+// messages itself (one dispatcher at a time: dispatch_mu_, taken before mu_).
 //
 // Memory for the runtime itself comes from glibc (see interpose.cc): only the
 // program's own allocations go to the shared heap.
@@ -129,6 +130,8 @@ class Runtime final : public Host {
   void ScrubEnvironment();
   Status Connect();
   void HandlerLoop();
+  // Called by a thread blocked in WaitSlot; true if it handled a message.
+  bool DispatchWhileWaiting();
   void Dispatch(NodeId from, std::vector<uint8_t>& bytes);
   void OnRuntimeMessage(NodeId from, Message& m);
   void SendMessage(NodeId to, const Message& m);
@@ -182,6 +185,10 @@ class Runtime final : public Host {
   std::atomic<bool> exiting_{false};
   std::atomic<bool> stats_reported_{false};
 
+  // Held while taking messages off the receive queue and handling them, by
+  // the handler thread or a waiting thread: one dispatcher at a time, so
+  // messages are handled in arrival order. Taken before mu_, never after.
+  std::mutex dispatch_mu_;
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)
