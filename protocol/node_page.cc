@@ -64,11 +64,21 @@ Outcome Node::Fault(ThreadId t, PageId p, Access a) {
 
 // At the home there is no twin: a write is noted (for the write notice) by
 // write-protecting home pages at every interval's end.
+//
+// First touch: the first access to a page this node became home of is
+// granted read-write and noted as a write, whatever it was. The page is
+// fresh (no other node held it before this node claimed it), and it is
+// usually written next (initialised, or read-modify-written as in `x += y`
+// on calloc'd memory), which then costs no second fault. A notice for a page
+// that is only read is safe: it can only invalidate a copy fetched since,
+// which is then fetched again.
 Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
   if (!pg.version.Covers(pg.need)) {
     pg.waiters.push_back(t);
     return Outcome::kBlocked;
   }
+  if (pg.state == Page::State::kInvalid && homes_.policy() == HomePolicy::kFirstTouch)
+    a = Access::kWrite;
   if (a == Access::kWrite && pg.state != Page::State::kWrite) {
     pg.state = Page::State::kWrite;
     dirty_.push_back(p);
