@@ -222,7 +222,17 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
   if (m.page >= config_.geometry.pages) return Status::OutOfRange("claim beyond the region");
   if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
-  Send(from, HomeReply{m.page, directory_.Claim(m.page, from)});
+  const NodeId home = directory_.Claim(m.page, from);
+  Send(from, HomeReply{m.page, home});
+  if (home == config_.self) {
+    // The claimant faulted on a page homed here and would fetch it next:
+    // our copy follows the reply at once (a fetch that asks for no version;
+    // the claimant refetches if its notices demand a newer one).
+    if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
+    Page& pg = PageEntry(m.page);
+    pg.pending.push_back({from, VectorTime(nodes())});
+    ServeFetches(m.page, pg);
+  }
   return Status::Ok();
 }
 
@@ -236,6 +246,11 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     return Status::InvalidArgument("home reply contradicts the page's known home");
   pg.claiming = false;
   pg.home = m.home;
+  if (m.home == from) {
+    // The manager is the home: its copy follows this reply (OnHomeClaim).
+    pg.fetching = true;
+    stats_.fetches++;
+  }
   WakeAll(&pg.waiters);
   return Status::Ok();
 }
