@@ -18,12 +18,6 @@ namespace {
 
 thread_local int t_slot __attribute__((tls_model("initial-exec"))) = -1;
 
-// How long a blocked thread spins before it sleeps: a wake-up from the other
-// CPU costs ~50 µs on these machines. While it spins it receives and handles
-// protocol messages itself (Runtime::DispatchWhileWaiting), so a reply that
-// comes within about one NIC round trip costs it no wake-up at all.
-constexpr int64_t kSpinNs = 100'000;
-
 int64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -64,13 +58,16 @@ void Runtime::ReleaseSlotOfCaller() {
   t_slot = -1;
 }
 
-void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
+void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns) {
   ReapSends();
   lock.unlock();
   stats::WaitScope waiting;
   std::atomic<uint32_t>& w = slots_[t].wake;
   auto woken = [&w] { return w.load(std::memory_order_acquire) != 0; };
-  const int64_t until = NowNs() + kSpinNs;
+  // One spinner per node: it handles the messages for every waiter, and
+  // more spinners only take the CPUs from the threads they wait for.
+  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0;
+  const int64_t until = spin ? NowNs() + spin_ns : 0;
   for (int64_t now = NowNs(); !woken() && now < until; now = NowNs()) {
     if (nic_ == nullptr) {
       __builtin_ia32_pause();
@@ -79,6 +76,7 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
       sched_yield();  // the handler thread has the next message; let it run
     }
   }
+  spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);
   while (!woken()) FutexWait(&w, 0);
   lock.lock();
 }
@@ -98,10 +96,13 @@ void Runtime::OnFault(PageId p, Access a) {
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   const uint64_t protections = node_->stats().protections;
-  RunToCompletion(lock, t, [&] {
-    stats::NodeCall call(node_->stats());
-    return node_->Fault(t, p, a);
-  });
+  RunToCompletion(
+      lock, t,
+      [&] {
+        stats::NodeCall call(node_->stats());
+        return node_->Fault(t, p, a);
+      },
+      kFaultSpinNs);
   // The Node saw nothing to change: the kernel dropped the mapping, or the
   // fault raced with another thread's; re-install what the Node wants.
   if (node_->stats().protections == protections) {

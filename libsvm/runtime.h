@@ -45,6 +45,15 @@ inline constexpr uint32_t kMaxSlots = 256;
 // Largest .data + .bss shared (pages after the heap region's in the Node).
 inline constexpr uint64_t kMaxGlobalsPages = 1u << 16;
 
+// How long a blocked thread spins before it sleeps (a wake-up from the other
+// CPU costs ~50 us here); while it spins it handles protocol messages itself
+// (Runtime::DispatchWhileWaiting), so a reply that comes meanwhile costs no
+// wake-up at all. A fault waits for the reply to its own request, about one
+// NIC round trip; other waits (locks, barriers, joins) last as long as other
+// threads take, and a long spin there only slows them on a busy machine.
+inline constexpr int64_t kFaultSpinNs = 100'000;
+inline constexpr int64_t kWaitSpinNs = 20'000;
+
 // Thread handles (pthread_t values) of svm threads: tag | node | number.
 inline constexpr uint64_t kHandleTag = 0x5356ull << 48;
 inline constexpr NodeId HandleNode(uint64_t h) { return NodeId((h >> 32) & 0xffff); }
@@ -146,14 +155,16 @@ class Runtime final : public Host {
   // Runs op (a Node call returning Outcome) until kDone, blocking between
   // tries. REQUIRES: lock holds mu_.
   template <typename Op>
-  void RunToCompletion(std::unique_lock<std::mutex>& lock, ThreadId t, Op op) {
+  void RunToCompletion(std::unique_lock<std::mutex>& lock, ThreadId t, Op op,
+                       int64_t spin_ns = kWaitSpinNs) {
     while (true) {
       slots_[t].wake.store(0, std::memory_order_relaxed);
       if (op() == Outcome::kDone) return;
-      WaitSlot(lock, t);
+      WaitSlot(lock, t, spin_ns);
     }
   }
-  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t);
+  // Spins up to spin_ns (handling messages), then sleeps until woken.
+  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns);
 
   // Threads (threads.cc).
   int StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
@@ -189,6 +200,7 @@ class Runtime final : public Host {
   // the handler thread or a waiting thread: one dispatcher at a time, so
   // messages are handled in arrival order. Taken before mu_, never after.
   std::mutex dispatch_mu_;
+  std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)
