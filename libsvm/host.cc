@@ -1,6 +1,7 @@
 // Runtime as the protocol's Host: messages, frames, protection, wake-ups; and
 // the fault path that drives the Node on behalf of a faulting thread.
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,10 +17,6 @@ namespace svm::rt {
 namespace {
 
 thread_local int t_slot __attribute__((tls_model("initial-exec"))) = -1;
-
-// How long a blocked thread spins before it sleeps: a wake-up from the other
-// CPU costs ~50 µs on these machines, a reply on loopback often less.
-constexpr int64_t kSpinNs = 20'000;
 
 int64_t NowNs() {
   timespec ts;
@@ -61,14 +58,26 @@ void Runtime::ReleaseSlotOfCaller() {
   t_slot = -1;
 }
 
-void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
+void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns) {
   ReapSends();
   lock.unlock();
   stats::WaitScope waiting;
   std::atomic<uint32_t>& w = slots_[t].wake;
-  const int64_t until = NowNs() + kSpinNs;
-  while (w.load(std::memory_order_acquire) == 0 && NowNs() < until) __builtin_ia32_pause();
-  while (w.load(std::memory_order_acquire) == 0) FutexWait(&w, 0);
+  auto woken = [&w] { return w.load(std::memory_order_acquire) != 0; };
+  // One spinner per node: it handles the messages for every waiter, and
+  // more spinners only take the CPUs from the threads they wait for.
+  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0;
+  const int64_t until = spin ? NowNs() + spin_ns : 0;
+  for (int64_t now = NowNs(); !woken() && now < until; now = NowNs()) {
+    if (nic_ == nullptr) {
+      __builtin_ia32_pause();
+    } else if (nic_->recv_queue().SpinReady(std::chrono::nanoseconds(until - now), woken) &&
+               !woken() && !DispatchWhileWaiting()) {
+      sched_yield();  // the handler thread has the next message; let it run
+    }
+  }
+  spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  while (!woken()) FutexWait(&w, 0);
   lock.lock();
 }
 
@@ -87,10 +96,13 @@ void Runtime::OnFault(PageId p, Access a) {
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   const uint64_t protections = node_->stats().protections;
-  RunToCompletion(lock, t, [&] {
-    stats::NodeCall call(node_->stats());
-    return node_->Fault(t, p, a);
-  });
+  RunToCompletion(
+      lock, t,
+      [&] {
+        stats::NodeCall call(node_->stats());
+        return node_->Fault(t, p, a);
+      },
+      kFaultSpinNs);
   // The Node saw nothing to change: the kernel dropped the mapping, or the
   // fault raced with another thread's; re-install what the Node wants.
   if (node_->stats().protections == protections) {

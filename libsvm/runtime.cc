@@ -275,9 +275,31 @@ void Runtime::HandlerLoop() {
   stats::RegisterThread(stats::ThreadKind::kHandler, opts_.node, 0);
   nic::Message batch[16];
   while (!stopping_.load(std::memory_order_relaxed)) {
-    size_t n = nic_->recv_queue().Wait(batch, std::chrono::milliseconds(200));
+    if (!nic_->recv_queue().WaitReady(std::chrono::milliseconds(200))) continue;
+    std::lock_guard<std::mutex> d(dispatch_mu_);
+    size_t n = nic_->recv_queue().Poll(batch);
     for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
   }
+}
+
+namespace {
+bool IsProtocolBytes(const nic::Message& m) {
+  wire::Header h;
+  return !wire::DecodeHeader(m.bytes, &h).ok() || IsProtocolMessage(h.type);
+}
+}  // namespace
+
+// A thread waiting in the runtime handles the protocol messages at the head
+// of the queue, as the handler thread would (a reply it waits for among
+// them). Runtime messages stay for the handler thread: their handlers take
+// locks (the heap's) that the waiting thread may hold.
+bool Runtime::DispatchWhileWaiting() {
+  std::unique_lock<std::mutex> d(dispatch_mu_, std::try_to_lock);
+  if (!d.owns_lock() || stopping_.load(std::memory_order_relaxed)) return false;
+  nic::Message batch[16];
+  size_t n = nic_->recv_queue().PollIf(std::span<nic::Message>(batch), IsProtocolBytes);
+  for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
+  return n > 0;
 }
 
 void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {

@@ -9,7 +9,8 @@
 //
 // Locking: one mutex (mu_) serialises every call into the protocol Node and
 // the runtime's own tables. A thread that the Node blocks waits on its slot's
-// futex without holding mu_.
+// futex without holding mu_; while it spins there it may handle protocol
+// messages itself (one dispatcher at a time: dispatch_mu_, taken before mu_).
 //
 // Memory for the runtime itself comes from glibc (see interpose.cc): only the
 // program's own allocations go to the shared heap.
@@ -43,6 +44,15 @@ namespace svm::rt {
 inline constexpr uint32_t kMaxSlots = 256;
 // Largest .data + .bss shared (pages after the heap region's in the Node).
 inline constexpr uint64_t kMaxGlobalsPages = 1u << 16;
+
+// How long a blocked thread spins before it sleeps (a wake-up from the other
+// CPU costs ~50 us here); while it spins it handles protocol messages itself
+// (Runtime::DispatchWhileWaiting), so a reply that comes meanwhile costs no
+// wake-up at all. A fault waits for the reply to its own request, about one
+// NIC round trip; other waits (locks, barriers, joins) last as long as other
+// threads take, and a long spin there only slows them on a busy machine.
+inline constexpr int64_t kFaultSpinNs = 100'000;
+inline constexpr int64_t kWaitSpinNs = 20'000;
 
 // Thread handles (pthread_t values) of svm threads: tag | node | number.
 inline constexpr uint64_t kHandleTag = 0x5356ull << 48;
@@ -135,6 +145,8 @@ class Runtime final : public Host {
   void ScrubEnvironment();
   Status Connect();
   void HandlerLoop();
+  // Called by a thread blocked in WaitSlot; true if it handled a message.
+  bool DispatchWhileWaiting();
   void Dispatch(NodeId from, std::vector<uint8_t>& bytes);
   void OnRuntimeMessage(NodeId from, Message& m);
   void SendMessage(NodeId to, const Message& m);
@@ -149,14 +161,16 @@ class Runtime final : public Host {
   // Runs op (a Node call returning Outcome) until kDone, blocking between
   // tries. REQUIRES: lock holds mu_.
   template <typename Op>
-  void RunToCompletion(std::unique_lock<std::mutex>& lock, ThreadId t, Op op) {
+  void RunToCompletion(std::unique_lock<std::mutex>& lock, ThreadId t, Op op,
+                       int64_t spin_ns = kWaitSpinNs) {
     while (true) {
       slots_[t].wake.store(0, std::memory_order_relaxed);
       if (op() == Outcome::kDone) return;
-      WaitSlot(lock, t);
+      WaitSlot(lock, t, spin_ns);
     }
   }
-  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t);
+  // Spins up to spin_ns (handling messages), then sleeps until woken.
+  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns);
 
   // Threads (threads.cc).
   int StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
@@ -188,6 +202,11 @@ class Runtime final : public Host {
   std::atomic<bool> exiting_{false};
   std::atomic<bool> stats_reported_{false};
 
+  // Held while taking messages off the receive queue and handling them, by
+  // the handler thread or a waiting thread: one dispatcher at a time, so
+  // messages are handled in arrival order. Taken before mu_, never after.
+  std::mutex dispatch_mu_;
+  std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)

@@ -131,58 +131,88 @@ class WaitQueue {
     return PopLocked(out);
   }
 
+  // Moves items from the front into out while pred(item) holds, up to
+  // out.size(); returns how many. Never blocks. With several consumers, one
+  // that must see items in queue order pops under a lock of its own.
+  template <typename Pred>
+  size_t PollIf(std::span<T> out, Pred pred) {
+    if (size_.load(std::memory_order_acquire) == 0 || out.empty()) return 0;
+    std::lock_guard<std::mutex> l(mu_);
+    size_t n = 0;
+    while (n < out.size() && !items_.empty() && pred(items_.front())) {
+      out[n++] = std::move(items_.front());
+      items_.pop_front();
+    }
+    size_.store(items_.size(), std::memory_order_release);
+    return n;
+  }
+
   // Like Poll, but waits up to `timeout` for at least one item. Returns 0 only
   // on timeout.
   size_t Wait(std::span<T> out, std::chrono::nanoseconds timeout) {
-    using internal::Clock;
     if (out.empty()) return 0;
+    const auto deadline = internal::Clock::now() + timeout;
+    while (true) {
+      const auto left = deadline - internal::Clock::now();
+      if (!WaitReady(std::max(left, internal::Clock::duration::zero()))) return 0;
+      if (size_t n = Poll(out)) return n;  // another consumer may have taken it
+    }
+  }
+
+  // Spins (driving, as Wait does) until the queue holds an item, also()
+  // holds, or `timeout` passed; never sleeps, leaves items in the queue.
+  // Returns whether an item or also() was seen. For a thread that waits for
+  // something else while it helps the queue along.
+  template <typename F>
+  bool SpinReady(std::chrono::nanoseconds timeout, F also) {
+    auto ready = [&] { return size_.load(std::memory_order_acquire) != 0 || also(); };
+    return Spin(ready, internal::Clock::now() + timeout);
+  }
+
+  // Waits (spin, drive, sleep: as Wait) up to `timeout` until the queue holds
+  // an item, and leaves it there. False on timeout.
+  bool WaitReady(std::chrono::nanoseconds timeout) {
+    using internal::Clock;
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     auto ready = [this] { return size_.load(std::memory_order_acquire) != 0; };
-    std::shared_ptr<QueueDriver> driver;
-    if (driver_id() != nullptr) {
-      std::lock_guard<std::mutex> l(mu_);
-      driver = driver_;
-    }
-    auto spin = [&](Clock::time_point until) {
-      return driver ? internal::DriveUntil(ready, *driver, until)
-                    : internal::SpinUntil(ready, until);
-    };
-    if (policy_.mode == WaitMode::kBusyPoll) {
-      while (true) {
-        if (spin(deadline)) {
-          if (size_t n = Poll(out)) return n;
-        } else {
-          return 0;
-        }
-      }
-    }
+    if (ready()) return true;
+    auto spin = [&](Clock::time_point until) { return Spin(ready, until); };
+    if (policy_.mode == WaitMode::kBusyPoll) return spin(deadline);
     auto budget = std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
     if (spin(std::min(deadline, start + budget))) {
-      if (size_t n = Poll(out)) {
-        auto took = Clock::now() - start;
-        if (2 * took > budget) Adapt(std::min(internal::kMaxSpin, budget * 2));
-        return n;
-      }
+      auto took = Clock::now() - start;
+      if (2 * took > budget) Adapt(std::min(internal::kMaxSpin, budget * 2));
+      return true;
     }
+    if (Clock::now() >= deadline) return false;
     std::unique_lock<std::mutex> l(mu_);
     ++sleepers_;
-    cv_.wait_until(l, deadline, [this] { return !items_.empty(); });
+    const bool got = cv_.wait_until(l, deadline, [this] { return !items_.empty(); });
     --sleepers_;
-    size_t n = PopLocked(out);
     l.unlock();
     auto took = Clock::now() - start;
-    if (n > 0 && took < internal::kMaxSpin) {
+    if (got && took < internal::kMaxSpin) {
       Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
     } else {
       Adapt(std::max(internal::kMinSpin, budget / 2));
     }
-    return n;
+    return got;
   }
 
   size_t size() const { return size_.load(std::memory_order_acquire); }
 
  private:
+  template <typename F>
+  bool Spin(F ready, internal::Clock::time_point until) {
+    if (ready()) return true;
+    std::shared_ptr<QueueDriver> driver;
+    if (driver_id() != nullptr) {
+      std::lock_guard<std::mutex> l(mu_);
+      driver = driver_;
+    }
+    return driver ? internal::DriveUntil(ready, *driver, until) : internal::SpinUntil(ready, until);
+  }
   size_t PopLocked(std::span<T> out) {
     size_t n = 0;
     while (n < out.size() && !items_.empty()) {

@@ -97,7 +97,8 @@ struct HomeClaim {
   friend bool operator==(const HomeClaim&, const HomeClaim&) = default;
 };
 
-// Manager -> node: `page`'s home is `home`.
+// Manager -> node: `page`'s home is `home`. When that is the manager itself,
+// a PageReply with its copy follows (the claimant's fetch, saved a round trip).
 struct HomeReply {
   PageId page = 0;
   NodeId home = 0;

@@ -64,11 +64,21 @@ Outcome Node::Fault(ThreadId t, PageId p, Access a) {
 
 // At the home there is no twin: a write is noted (for the write notice) by
 // write-protecting home pages at every interval's end.
+//
+// First touch: the first access to a page this node became home of is
+// granted read-write and noted as a write, whatever it was. The page is
+// fresh (no other node held it before this node claimed it), and it is
+// usually written next (initialised, or read-modify-written as in `x += y`
+// on calloc'd memory), which then costs no second fault. A notice for a page
+// that is only read is safe: it can only invalidate a copy fetched since,
+// which is then fetched again.
 Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
   if (!pg.version.Covers(pg.need)) {
     pg.waiters.push_back(t);
     return Outcome::kBlocked;
   }
+  if (pg.state == Page::State::kInvalid && homes_.policy() == HomePolicy::kFirstTouch)
+    a = Access::kWrite;
   if (a == Access::kWrite && pg.state != Page::State::kWrite) {
     pg.state = Page::State::kWrite;
     dirty_.push_back(p);
@@ -212,7 +222,17 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
   if (m.page >= config_.geometry.pages) return Status::OutOfRange("claim beyond the region");
   if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
-  Send(from, HomeReply{m.page, directory_.Claim(m.page, from)});
+  const NodeId home = directory_.Claim(m.page, from);
+  Send(from, HomeReply{m.page, home});
+  if (home == config_.self) {
+    // The claimant faulted on a page homed here and would fetch it next:
+    // our copy follows the reply at once (a fetch that asks for no version;
+    // the claimant refetches if its notices demand a newer one).
+    if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
+    Page& pg = PageEntry(m.page);
+    pg.pending.push_back({from, VectorTime(nodes())});
+    ServeFetches(m.page, pg);
+  }
   return Status::Ok();
 }
 
@@ -226,6 +246,11 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     return Status::InvalidArgument("home reply contradicts the page's known home");
   pg.claiming = false;
   pg.home = m.home;
+  if (m.home == from) {
+    // The manager is the home: its copy follows this reply (OnHomeClaim).
+    pg.fetching = true;
+    stats_.fetches++;
+  }
   WakeAll(&pg.waiters);
   return Status::Ok();
 }
