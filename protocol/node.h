@@ -68,6 +68,7 @@ struct NodeConfig {
   HomePolicy home_policy = HomePolicy::kCyclic;
   uint32_t cyclic_block = 1;
   uint32_t epoch = 0;        // job epoch stamped on every message
+  Mode mode = Mode::kBase;
   PlantedBug TEST_bug = PlantedBug::kNone;
 };
 
@@ -110,6 +111,25 @@ class Node {
   // A message from node `from`. An error means the message was malformed or
   // broke the protocol; the node's state is unchanged by such a message.
   Status Receive(NodeId from, std::span<const uint8_t> bytes);
+
+  // ---- Modes dw..nil: completions of one-sided operations (host.h), and
+  // polling of the memory peers write without telling anyone.
+
+  // Completion of Host::ReadPage: home's version of p and its page. Like a
+  // PageReply: a copy older than what is needed by now is read again.
+  Status OnPageRead(NodeId home, PageId p, const VectorTime& version,
+                    std::span<const uint8_t> data);
+  // Completion of Host::NicLock: the NIC granted l; timestamp is what its
+  // last releaser stored (all zero for a fresh lock).
+  Status OnNicLockGranted(LockId l, const VectorTime& timestamp);
+  // Whether some thread waits for something only Poll() can see arrive:
+  // notices still being deposited, or (dd) diffs still being written into a
+  // home page. While true, the host calls Poll() now and then (the runtime:
+  // from waiting threads, after a short spin).
+  bool NeedsPoll() const;
+  // Takes deposited notices and re-checks versions of home pages threads
+  // wait for; wakes the threads whose wait is over.
+  void Poll();
 
   const NodeStats& stats() const { return stats_; }
   const IntervalLog& TEST_log() const { return log_; }
