@@ -76,10 +76,9 @@ constexpr Row kTable[] = {
        else return Bad(k, v, "block or cyclic");
        return Status::Ok();
      }},
-    {"SVM_MODE", "protocol mode (base)",
+    {"SVM_MODE", "protocol mode: base, dw, rf, dd or nil",
      [](const char* k, std::string_view v, Options* o) {
-       if (v != "base") return Bad(k, v, "base (dw, rf, dd and nil are not implemented yet)");
-       o->mode = v;
+       if (!ParseMode(std::string(v).c_str(), &o->mode)) return Bad(k, v, "base, dw, rf, dd or nil");
        return Status::Ok();
      }},
     {"SVM_FAULT", "fault backend: uffd, uffd-thread or mprotect",

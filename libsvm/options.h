@@ -11,6 +11,7 @@
 #include "libsvm/prim/fault.h"
 #include "protocol/geometry.h"
 #include "protocol/status.h"
+#include "protocol/types.h"
 
 namespace svm::rt {
 
@@ -21,7 +22,7 @@ struct Options {
   uint32_t nodes = 1;              // SVM_NODES
   uint32_t threads_per_node = 1;   // SVM_THREADS_PER_NODE
   Placement place = Placement::kBlock;
-  std::string mode = "base";
+  Mode mode = Mode::kBase;
   prim::Backend fault = prim::Backend::kUffd;
   std::string transport = "tcp";
   uint64_t region_base = 0x200000000000ull;
