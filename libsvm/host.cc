@@ -27,9 +27,14 @@ int64_t NowNs() {
   return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+// Polling waits: the first nap is short (a READ on loopback takes tens of
+// µs), later ones longer, up to kNapNs.
+constexpr int64_t kMinNapNs = 50'000;
+constexpr int64_t kNapNs = 1'000'000;
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
+  timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
 }
 
 void FutexWake(std::atomic<uint32_t>* word) {
@@ -62,14 +67,40 @@ void Runtime::ReleaseSlotOfCaller() {
 }
 
 void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
-  ReapSends();
-  lock.unlock();
-  stats::WaitScope waiting;
+  Settle();
   std::atomic<uint32_t>& w = slots_[t].wake;
-  const int64_t until = NowNs() + kSpinNs;
-  while (w.load(std::memory_order_acquire) == 0 && NowNs() < until) __builtin_ia32_pause();
-  while (w.load(std::memory_order_acquire) == 0) FutexWait(&w, 0);
-  lock.lock();
+  stats::WaitScope waiting;
+  int64_t nap_ns = kMinNapNs;
+  while (w.load(std::memory_order_acquire) == 0) {
+    if (!poll_hint_.load(std::memory_order_relaxed)) {
+      // Nothing to poll for: spin briefly, then sleep until woken (or a
+      // while passed, in case polling became needed meanwhile).
+      lock.unlock();
+      const int64_t until = NowNs() + kSpinNs;
+      while (w.load(std::memory_order_acquire) == 0 && NowNs() < until) __builtin_ia32_pause();
+      if (w.load(std::memory_order_acquire) == 0) FutexWait(&w, 0, kNapNs);
+      lock.lock();
+      if (w.load(std::memory_order_acquire) != 0) break;
+      Settle();
+      continue;
+    }
+    // One-sided operations in flight (this thread's page read, a NIC lock),
+    // or the Node polls: wait on their completions here, driving the NIC
+    // from this thread, and run them.
+    lock.unlock();
+    nic::Completion done[32];
+    const size_t n = os_cq_.Wait(done, std::chrono::nanoseconds(nap_ns));
+    lock.lock();
+    nap_ns = n > 0 ? kMinNapNs : std::min(2 * nap_ns, kNapNs);
+    if (n > 0) OnOneSided({done, n});
+    PollOneSided();
+    Settle();
+  }
+}
+
+void Runtime::Settle() {
+  ReapSends();
+  poll_hint_.store(!os_ops_.empty() || node_->NeedsPoll(), std::memory_order_relaxed);
 }
 
 void Runtime::Wake(ThreadId t) {
@@ -97,7 +128,7 @@ void Runtime::OnFault(PageId p, Access a) {
     Segment& s = SegmentOf(p);
     s.trap->Protect(p - s.first, 1, s.trap->prot(p - s.first));
   }
-  ReapSends();
+  Settle();
 }
 
 Runtime::Segment& Runtime::SegmentOf(PageId p) {
@@ -180,7 +211,7 @@ void Runtime::Acquire(LockId l) {
     stats::NodeCall call(node_->stats());
     return node_->Acquire(t, l);
   });
-  ReapSends();
+  Settle();
 }
 
 bool Runtime::Release(LockId l) {
@@ -194,7 +225,7 @@ bool Runtime::Release(LockId l) {
     stats::NodeCall call(node_->stats());
     node_->Release(t, l);
   }
-  ReapSends();
+  Settle();
   return true;
 }
 
@@ -217,7 +248,7 @@ bool Runtime::Barrier(BarrierId b, uint32_t count) {
     stats::NodeCall call(node_->stats());
     return node_->Barrier(t, b, count, 1, false, &serial);
   });
-  ReapSends();
+  Settle();
   return serial;
 }
 
