@@ -31,6 +31,9 @@ int64_t NowNs() {
 // µs), later ones longer, up to kNapNs.
 constexpr int64_t kMinNapNs = 50'000;
 constexpr int64_t kNapNs = 1'000'000;
+// A thread with nothing to poll sleeps until woken, but looks again after
+// this long in case polling became needed (the handler thread polls too).
+constexpr int64_t kSleepNs = 10'000'000;
 
 void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
   timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
@@ -78,7 +81,7 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
       lock.unlock();
       const int64_t until = NowNs() + kSpinNs;
       while (w.load(std::memory_order_acquire) == 0 && NowNs() < until) __builtin_ia32_pause();
-      if (w.load(std::memory_order_acquire) == 0) FutexWait(&w, 0, kNapNs);
+      if (w.load(std::memory_order_acquire) == 0) FutexWait(&w, 0, kSleepNs);
       lock.lock();
       if (w.load(std::memory_order_acquire) != 0) break;
       Settle();
