@@ -90,11 +90,25 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t) {
     // One-sided operations in flight (this thread's page read, a NIC lock),
     // or the Node polls: wait on their completions here, driving the NIC
     // from this thread, and run them.
+    const bool in_flight = !os_ops_.empty();
     lock.unlock();
     nic::Completion done[32];
-    const size_t n = os_cq_.Wait(done, std::chrono::nanoseconds(nap_ns));
+    size_t n = 0;
+    bool news = false;
+    if (in_flight) {
+      n = os_cq_.Wait(done, std::chrono::nanoseconds(nap_ns));
+    } else {
+      // Only the Node polls (deposits or versions it waits for): nothing
+      // signals their arrival, so watch the rings for a while, then nap.
+      const int64_t until = NowNs() + std::min(nap_ns, kSpinNs);
+      while (w.load(std::memory_order_acquire) == 0 && !(news = rings_ && rings_->Pending()) &&
+             NowNs() < until)
+        __builtin_ia32_pause();
+      if (!news && nap_ns > kSpinNs && w.load(std::memory_order_acquire) == 0)
+        FutexWait(&w, 0, nap_ns - kSpinNs);
+    }
     lock.lock();
-    nap_ns = n > 0 ? kMinNapNs : std::min(2 * nap_ns, kNapNs);
+    nap_ns = n > 0 || news ? kMinNapNs : std::min(2 * nap_ns, kNapNs);
     if (n > 0) OnOneSided({done, n});
     PollOneSided();
     Settle();

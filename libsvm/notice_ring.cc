@@ -67,6 +67,7 @@ NoticeRings::NoticeRings(const NoticeRingOptions& options, nic::Nic* nic)
       nic_(nic),
       tail_(options.nodes, 0),
       head_(options.nodes, 0),
+      drained_(new std::atomic<uint64_t>[options.nodes]()),
       head_shadow_(new uint64_t[options.nodes]()),
       partial_(options.nodes) {
   assert(opt_.ring_bytes % 8 == 0 && opt_.ring_bytes >= 64);
@@ -208,12 +209,16 @@ bool NoticeRings::DrainLocked() {
       head_[w] += size;
       if (flags & kLastFragment) {
         WriteNotice n;
-        if (Status st = DecodeNotice(p, opt_.nodes, &n); st.ok()) ready_.push_back(std::move(n));
+        if (Status st = DecodeNotice(p, opt_.nodes, &n); st.ok()) {
+          ready_.push_back(std::move(n));
+          has_ready_.store(true, std::memory_order_relaxed);
+        }
         else spdlog::error("notice deposited by node {} dropped: {}", w, st.ToString());
         p.clear();
       }
     }
     took = true;
+    drained_[w].store(head_[w], std::memory_order_relaxed);
     // Hand the space back to the writer.
     head_shadow_[w] = head_[w];
     nic::Sge s{&head_shadow_[w], sizeof(uint64_t)};
@@ -224,6 +229,17 @@ bool NoticeRings::DrainLocked() {
   return took;
 }
 
+bool NoticeRings::Pending() const {
+  if (has_ready_.load(std::memory_order_relaxed)) return true;
+  for (NodeId w = 0; w < opt_.nodes; ++w) {
+    if (w == opt_.self) continue;
+    const uint64_t tail = std::atomic_ref<uint64_t>(
+        *reinterpret_cast<uint64_t*>(deposit_ + w * SlotBytes())).load(std::memory_order_acquire);
+    if (tail != drained_[w].load(std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
 void NoticeRings::Take(std::vector<WriteNotice>* out) {
   std::lock_guard<std::mutex> l(in_mu_);
   DrainLocked();
@@ -231,6 +247,7 @@ void NoticeRings::Take(std::vector<WriteNotice>* out) {
     out->push_back(std::move(ready_.front()));
     ready_.pop_front();
   }
+  has_ready_.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace svm::rt

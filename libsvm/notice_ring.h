@@ -73,6 +73,9 @@ class NoticeRings {
   // back to the writers) into a queue that Take empties. True if it took any
   // record.
   bool Drain();
+  // Whether a writer deposited something not drained yet. Cheap (a load per
+  // writer), thread-safe, never blocks.
+  bool Pending() const;
   // Drains, then appends the complete notices to *out, each writer's in the
   // order they were deposited.
   void Take(std::vector<WriteNotice>* out);
@@ -108,9 +111,11 @@ class NoticeRings {
   // Target side.
   std::mutex in_mu_;
   std::vector<uint64_t> head_;                  // GUARDED_BY(in_mu_): consumed per writer
+  std::unique_ptr<std::atomic<uint64_t>[]> drained_;  // head_, readable without in_mu_
   std::unique_ptr<uint64_t[]> head_shadow_;     // GUARDED_BY(in_mu_): WRITE source
   std::vector<std::vector<uint8_t>> partial_;   // GUARDED_BY(in_mu_): fragments so far
   std::deque<WriteNotice> ready_;               // GUARDED_BY(in_mu_)
+  std::atomic<bool> has_ready_{false};          // !ready_.empty()
   nic::CompletionQueue in_cq_;                  // errors of the head write-backs
 };
 
