@@ -1,6 +1,7 @@
 #include "protocol/types.h"
 
 #include <cstring>
+#include <initializer_list>
 
 namespace svm {
 
