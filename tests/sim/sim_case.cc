@@ -82,6 +82,7 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
   if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
   if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
   if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
+  if (name == "lose-deposits-of") return ParseU32(value, &c->lose_deposits_of) ? Status::Ok() : bad();
   if (name == "scenario") {
     c->scenario = std::string(value);
     return Status::Ok();
@@ -206,6 +207,8 @@ std::string ToFlags(const CaseConfig& c) {
   for (const Pair& p : c.delayed) {
     s += " --delay " + std::to_string(p.from) + ":" + std::to_string(p.to);
   }
+  if (c.lose_deposits_of != d.lose_deposits_of)
+    s += " --lose-deposits-of " + std::to_string(c.lose_deposits_of);
   return "sim_replay " + s;
 }
 

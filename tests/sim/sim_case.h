@@ -41,6 +41,9 @@ struct CaseConfig {
   uint32_t ops = 0;           // program size (GenOptions::ops); 0: default
   uint64_t max_steps = 0;     // 0: derived from the program size
   std::vector<Pair> delayed;  // pairs delivered only when nothing else can run
+  // A faulty NIC for the checker's own tests: this node's deposits are lost,
+  // so peers wait for notices that never come (a deadlock, never a loop).
+  NodeId lose_deposits_of = kNoNode;
   // A hand-written program (sim_scenarios.h) instead of a generated one; it
   // sets nodes, threads, pages and delayed itself.
   std::string scenario;

@@ -105,6 +105,7 @@ void SimHost::WriteDiff(NodeId home, PageId p, IntervalId interval,
 
 void SimHost::DepositNotice(const WriteNotice& notice) {
   if (notice.node != self_) return ContractError("DepositNotice of another node's notice");
+  if (lose_deposits_) return;
   for (NodeId to = 0; to < network_->nodes(); ++to) {
     if (to == self_) continue;
     Event e;

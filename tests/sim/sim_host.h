@@ -73,6 +73,8 @@ class SimHost final : public Host {
   // While set, a ReadPage is a retry (its Node found the last copy too old):
   // it is posted slow, backing off until something else changed.
   void set_completing_read(bool on) { completing_read_ = on; }
+  // Test fault: DepositNotice reaches nobody.
+  void set_lose_deposits(bool on) { lose_deposits_ = on; }
 
   Prot protection(PageId p) const { return prot_[p]; }
   // The frame if it was ever touched, else an empty span (all zero).
@@ -105,6 +107,7 @@ class SimHost final : public Host {
   };
   std::map<LockId, NicLockWord> nic_locks_;  // at the home: locks ever used
   bool completing_read_ = false;
+  bool lose_deposits_ = false;
   std::unique_ptr<uint8_t[]> scratch_;  // handed out for out-of-range pages
   std::vector<IntervalId> scratch_versions_;
   std::string contract_error_;

@@ -75,6 +75,7 @@ World::World(const CaseConfig& config, const Program& program)
   for (NodeId n = 0; n < config.nodes; ++n) {
     hosts_.push_back(std::make_unique<SimHost>(n, config.threads, config.pages, config.page_size,
                                                &network_, this));
+    hosts_.back()->set_lose_deposits(n == config.lose_deposits_of);
   }
   for (NodeId n = 0; n < config.nodes; ++n) {
     NodeConfig nc;
