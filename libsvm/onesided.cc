@@ -8,12 +8,8 @@
 // thread polls os_cq_: a thread waiting in WaitSlot (the faulting or
 // acquiring thread itself, usually), or the handler thread when idle.
 //
-// NIC lock numbers (nil). A NIC's lock table takes numbers below
-// nic::kMaxLocks; program locks are addresses. Each home keeps an
-// open-addressing table (kLockClaims) from number to LockId + 1; a node maps
-// lock l by claiming the first slot, from a hash of l on, that is free or
-// already holds l, with remote CAS, and caches the answer. Two locks never
-// share a number, so holding one never blocks taking the other.
+// NIC lock numbers (nil): a claim table at each home (NicLockMap,
+// kLockClaims), claimed by remote CAS; the answers are cached in lock_nos_.
 #include <sched.h>
 #include <sys/mman.h>
 
@@ -22,6 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "libsvm/nic_lock_map.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
@@ -40,19 +37,6 @@ void* MapLazily(size_t bytes) {
 [[noreturn]] void Die(const std::string& what) {
   spdlog::critical("{}", what);
   _exit(70);
-}
-
-constexpr uint64_t kLockMask = nic::kMaxLocks - 1;
-static_assert((nic::kMaxLocks & kLockMask) == 0, "the claim table probes modulo a power of two");
-
-uint64_t LockSlot(LockId l) {
-  uint64_t x = l;  // splitmix64's finaliser: addresses differ in few bits
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x & kLockMask;
 }
 
 // Ring size per writer at each target: a notice of a few hundred pages fits
@@ -80,7 +64,7 @@ Status Runtime::OpenExported() {
       return Status::Unsupported("mapping the write-notice rings failed");
   }
   if (LocksAtNic(opts_.mode)) {
-    lock_claims_ = static_cast<uint64_t*>(MapLazily(nic::kMaxLocks * sizeof(uint64_t)));
+    lock_claims_ = static_cast<uint64_t*>(MapLazily(NicLockMap().table_bytes()));
     lock_stamps_ = static_cast<IntervalId*>(MapLazily(size_t(nic::kMaxLocks) * n * sizeof(IntervalId)));
     if (lock_claims_ == nullptr || lock_stamps_ == nullptr)
       return Status::Unsupported("mapping the NIC lock table failed");
@@ -106,7 +90,7 @@ Status Runtime::ConnectNic() {
     if (Status st = nic_->RegisterRegion(rings_->HeadsRegion()); !st.ok()) return st;
   }
   if (lock_claims_) {
-    if (Status st = reg(kLockClaims, lock_claims_, nic::kMaxLocks * sizeof(uint64_t)); !st.ok()) return st;
+    if (Status st = reg(kLockClaims, lock_claims_, NicLockMap().table_bytes()); !st.ok()) return st;
     if (Status st = reg(kLockStamps, lock_stamps_, size_t(nic::kMaxLocks) * opts_.nodes * sizeof(IntervalId));
         !st.ok())
       return st;
@@ -223,13 +207,13 @@ void Runtime::NicLock(NodeId home, LockId l) {
     return;
   }
   op->kind = OneSided::Kind::kLockClaim;
-  op->no = nic::LockNo(LockSlot(l));
+  op->no = NicLockMap().Start(l).no;
   PostLockClaim(std::move(op));
 }
 
 void Runtime::PostLockClaim(std::unique_ptr<OneSided> op) {
-  nic::WorkRequest wr =
-      nic::WorkRequest::Cas(op->home, kLockClaims, uint64_t(op->no) * sizeof(uint64_t), 0, op->lock + 1);
+  const NicLockMap::Claim c{op->lock, op->no, op->probes};
+  nic::WorkRequest wr = NicLockMap().ClaimRequest(op->home, kLockClaims, c);
   PostOneSided(std::move(op), {&wr, 1});
 }
 
@@ -283,15 +267,18 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
       case OneSided::Kind::kUnlock:
         break;  // done; the buffers go
       case OneSided::Kind::kLockClaim: {
-        if (c.value == 0 || c.value == op->lock + 1) {
+        NicLockMap::Claim claim{op->lock, op->no, op->probes};
+        bool done = false;
+        if (Status st = NicLockMap().OnClaimed(&claim, c.value, &done); !st.ok())
+          Die(fmt::format("node {}: {}", op->home, st.message()));
+        op->no = claim.no;
+        op->probes = claim.probes;
+        if (done) {
           lock_nos_[op->lock] = op->no;
           op->kind = OneSided::Kind::kLock;
           nic::WorkRequest wr = nic::WorkRequest::Lock(op->home, op->no);
           PostOneSided(std::move(op), {&wr, 1});
         } else {
-          if (++op->probes == nic::kMaxLocks)
-            Die(fmt::format("more than {} distinct locks live at node {}", nic::kMaxLocks, op->home));
-          op->no = nic::LockNo((op->no + 1) & kLockMask);
           PostLockClaim(std::move(op));
         }
         break;

@@ -56,7 +56,7 @@ struct Runtime::OneSided {
   PageId page = 0;
   LockId lock = 0;
   nic::LockNo no = 0;
-  uint64_t probes = 0;
+  uint32_t probes = 0;
   std::vector<uint8_t> buf;
   IntervalId interval = 0;
 };
