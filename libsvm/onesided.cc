@@ -39,10 +39,6 @@ void* MapLazily(size_t bytes) {
   _exit(70);
 }
 
-// Ring size per writer at each target: a notice of a few hundred pages fits
-// whole; larger ones go in fragments.
-constexpr uint32_t kRingBytes = 64 * 1024;
-
 }  // namespace
 
 Status Runtime::OpenExported() {
@@ -56,7 +52,7 @@ Status Runtime::OpenExported() {
     NoticeRingOptions ro;
     ro.self = opts_.node;
     ro.nodes = n;
-    ro.ring_bytes = kRingBytes;
+    ro.ring_bytes = uint32_t(opts_.notice_ring);  // 64 KiB: a notice of ~8000 pages fits whole
     ro.deposit_region = kDeposits;
     ro.heads_region = kDepositHeads;
     rings_ = std::make_unique<NoticeRings>(ro, nic_.get());

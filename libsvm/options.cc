@@ -141,6 +141,13 @@ constexpr Row kTable[] = {
        o->nic_listen = v;
        return Status::Ok();
      }},
+    {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->notice_ring) || o->notice_ring < 64 || o->notice_ring > (64u << 20) ||
+           o->notice_ring % 8 != 0)
+         return Bad(k, v, "a multiple of 8 in [64, 64M]");
+       return Status::Ok();
+     }},
     {"SVM_SHARE_GLOBALS", "share the program's .data and .bss",
      [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->share_globals); }},
     {"SVM_VERBOSE", "print the options in effect",

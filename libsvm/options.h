@@ -34,6 +34,7 @@ struct Options {
   std::string control;             // svmrun's control socket; empty: a lone node
   uint32_t epoch = 0;              // SVM_JOB_EPOCH
   std::string nic_listen;          // SVM_NIC_LISTEN; empty: the control link's local address
+  uint64_t notice_ring = 64 * 1024;  // SVM_NOTICE_RING: bytes per writer's ring
   bool share_globals = true;       // SVM_SHARE_GLOBALS
   bool verbose = false;            // SVM_VERBOSE
   bool show_stats = false;         // SVM_SHOW_STATS
