@@ -359,16 +359,24 @@ namespace svm::rt {
 void Runtime::ReportStats() {
   if (!stats::Enabled() || stats_reported_.exchange(true)) return;
   NodeStats counters;
+  uint64_t ring_records = 0, ring_waits = 0;
   {
     // A thread may hold mu_ for a moment; never wait for long at exit.
     std::unique_lock<std::mutex> l(mu_, std::defer_lock);
     for (int i = 0; i < 200 && !l.try_lock(); ++i) usleep(1000);
     if (node_) counters = node_->stats();
+    if (rings_) {  // writer side: serialised by mu_
+      ring_records = rings_->records_sent();
+      ring_waits = rings_->full_waits();
+    }
   }
   if (!opts_.stats_dir.empty() && !stats::WriteReport(opts_.stats_dir, opts_.node, counters))
     spdlog::warn("could not write statistics to {}: {}", opts_.stats_dir, std::strerror(errno));
   if (opts_.show_stats) {
-    const std::string text = stats::ReportText(opts_.node, counters);
+    std::string text = stats::ReportText(opts_.node, counters);
+    if (rings_)
+      text += fmt::format("svm node {}: notice rings: {} records sent, {} waits for a full ring\n",
+                          opts_.node, ring_records, ring_waits);
     (void)!write(2, text.data(), text.size());
   }
 }
