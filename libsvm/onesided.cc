@@ -52,7 +52,7 @@ Status Runtime::OpenExported() {
     NoticeRingOptions ro;
     ro.self = opts_.node;
     ro.nodes = n;
-    ro.ring_bytes = uint32_t(opts_.notice_ring);  // 64 KiB: a notice of ~8000 pages fits whole
+    ro.ring_bytes = uint32_t(opts_.notice_ring);  // SVM_NOTICE_RING
     ro.deposit_region = kDeposits;
     ro.heads_region = kDepositHeads;
     rings_ = std::make_unique<NoticeRings>(ro, nic_.get());

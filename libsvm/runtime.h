@@ -218,11 +218,15 @@ class Runtime final : public Host {
   nic::CompletionQueue send_cq_;
   std::unique_ptr<Node> node_;
   std::thread handler_;
-  // Starts threads that other nodes asked for (threads.cc, SpawnLoop).
+  // Starts threads that other nodes asked for and frees what they freed in
+  // this node's heap slice (threads.cc, SpawnLoop).
   std::thread spawner_;
   std::mutex spawn_mu_;
   std::condition_variable spawn_cv_;
   std::deque<std::pair<NodeId, SpawnRequest>> spawn_queue_;  // GUARDED_BY(spawn_mu_)
+  // Blocks other nodes freed in this node's heap slice (RemoteFree), freed by
+  // the spawner thread: the handler must never wait for the heap's lock.
+  std::deque<uint64_t> free_queue_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> sync_event_{0};
   std::atomic<bool> exiting_{false};

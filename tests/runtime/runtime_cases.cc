@@ -10,7 +10,9 @@
 // A case is a program with arguments and the exact lines it must print (in
 // any order: lines of different nodes interleave), run at every point of its
 // matrix: nodes x threads-per-node x fault backend x protocol mode. Runtime
-// cases (suite "runtime") run on the default backend (uffd) in mode base;
+// cases (suite "runtime") run on the default backend (uffd) in mode base,
+// and at 2 nodes x 2 threads in rf and nil (suites "runtime-rf",
+// "runtime-nil"; --full: every mode, nodes and threads);
 // litmus cases on all three backends in base (suite "litmus"), and again in
 // each other mode (suites "litmus-dw", "litmus-rf", "litmus-dd",
 // "litmus-nil"). Each point is named "suite/case/nNtT/fault"; -f keeps the
@@ -252,7 +254,19 @@ std::vector<Point> Matrix(const Case& c, bool full) {
         if (!full && c.reduced && !c.reduced(p)) continue;
         out.push_back(p);
       }
-  if (c.suite != Suite::kLitmus) return out;
+  if (c.suite == Suite::kRuntime) {
+    // The runtime's own machinery (threads, exit, globals' frames, stdio)
+    // under the one-sided modes: rf and nil at 2 nodes x 2 threads.
+    for (const char* mode : {"dw", "rf", "dd", "nil"}) {
+      if (full) {
+        for (int n : {1, 2, 4})
+          for (int t : {1, 2}) out.push_back(Point{n, t, svm::prim::Backend::kUffd, mode});
+      } else if (std::string(mode) == "rf" || std::string(mode) == "nil") {
+        out.push_back(Point{2, 2, svm::prim::Backend::kUffd, mode});
+      }
+    }
+    return out;
+  }
   for (const char* mode : {"dw", "rf", "dd", "nil"}) {
     if (full) {
       for (svm::prim::Backend f : faults)
