@@ -153,27 +153,28 @@ TEST(NoticeRings, WriterWaitsForSpace) {
 }
 
 // Two nodes depositing to each other, rings full both ways, and nobody else
-// draining: each drains its own rings while it waits, so both finish.
+// draining: each drains its own rings while it waits for space, so both make
+// progress. A writer that is done keeps draining until the other is (in the
+// runtime, the handler thread's idle drain).
 TEST(NoticeRings, MutualDepositsWithFullRingsFinish) {
   Cluster c(2, 128);
-  std::thread a([&] {
-    for (IntervalId i = 1; i <= 30; ++i) ASSERT_TRUE(c[0].Deposit(Notice(0, i, 40)).ok());
-  });
-  std::thread b([&] {
-    for (IntervalId i = 1; i <= 30; ++i) ASSERT_TRUE(c[1].Deposit(Notice(1, i, 40)).ok());
-  });
-  // Once a is done, node 0 drains only when taken from (in the runtime, the
-  // handler thread's idle drain): take there while b finishes.
+  std::atomic<int> finished{0};
+  auto writer = [&](NodeId self) {
+    for (IntervalId i = 1; i <= 30; ++i) ASSERT_TRUE(c[self].Deposit(Notice(self, i, 40)).ok());
+    ++finished;
+    while (finished.load() < 2) c[self].Drain();
+  };
+  std::thread a(writer, 0), b(writer, 1);
   a.join();
-  std::vector<WriteNotice> got0 = TakeAll(c[0], 30);
   b.join();
-  std::vector<WriteNotice> got1 = TakeAll(c[1], 30);
+  std::vector<WriteNotice> got0 = TakeAll(c[0], 30), got1 = TakeAll(c[1], 30);
   ASSERT_EQ(got0.size(), 30u);
   ASSERT_EQ(got1.size(), 30u);
   for (IntervalId i = 1; i <= 30; ++i) {
     EXPECT_EQ(got0[i - 1], Notice(1, i, 40));
     EXPECT_EQ(got1[i - 1], Notice(0, i, 40));
   }
+  EXPECT_GT(c[0].full_waits() + c[1].full_waits(), 0u);
 }
 
 TEST(NoticeRings, RingThatStaysFullIsAnError) {
