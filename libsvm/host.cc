@@ -24,9 +24,17 @@ int64_t NowNs() {
   return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+// Polling waits: the first nap is short (a READ on loopback takes tens of
+// µs), later ones longer, up to kNapNs.
+constexpr int64_t kMinNapNs = 50'000;
+constexpr int64_t kNapNs = 1'000'000;
+// A thread with nothing to poll sleeps until woken, but looks again after
+// this long in case polling became needed (the handler thread polls too).
+constexpr int64_t kSleepNs = 10'000'000;
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
+  timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
 }
 
 void FutexWake(std::atomic<uint32_t>* word) {
@@ -58,11 +66,10 @@ void Runtime::ReleaseSlotOfCaller() {
   t_slot = -1;
 }
 
-void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns) {
-  ReapSends();
-  lock.unlock();
-  stats::WaitScope waiting;
-  std::atomic<uint32_t>& w = slots_[t].wake;
+// Spins up to spin_ns handling protocol messages (a reply that comes
+// meanwhile costs no wake-up), then sleeps until woken or timeout_ns passed.
+// REQUIRES: mu_ not held.
+void Runtime::SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t timeout_ns) {
   auto woken = [&w] { return w.load(std::memory_order_acquire) != 0; };
   // One spinner per node: it handles the messages for every waiter, and
   // more spinners only take the CPUs from the threads they wait for.
@@ -77,8 +84,56 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t s
     }
   }
   spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);
-  while (!woken()) FutexWait(&w, 0);
-  lock.lock();
+  if (!woken()) FutexWait(&w, 0, timeout_ns);
+}
+
+void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns) {
+  Settle();
+  std::atomic<uint32_t>& w = slots_[t].wake;
+  stats::WaitScope waiting;
+  int64_t nap_ns = kMinNapNs;
+  while (w.load(std::memory_order_acquire) == 0) {
+    if (!poll_hint_.load(std::memory_order_relaxed)) {
+      // Nothing to poll for: spin, then sleep until woken (or a while
+      // passed, in case polling became needed meanwhile).
+      lock.unlock();
+      SpinThenSleep(w, spin_ns, kSleepNs);
+      lock.lock();
+      if (w.load(std::memory_order_acquire) != 0) break;
+      Settle();
+      continue;
+    }
+    // One-sided operations in flight (this thread's page read, a NIC lock),
+    // or the Node polls: wait on their completions here, driving the NIC
+    // from this thread, and run them.
+    const bool in_flight = !os_ops_.empty();
+    lock.unlock();
+    nic::Completion done[32];
+    size_t n = 0;
+    bool news = false;
+    if (in_flight) {
+      n = os_cq_.Wait(done, std::chrono::nanoseconds(nap_ns));
+    } else {
+      // Only the Node polls (deposits or versions it waits for): nothing
+      // signals their arrival, so watch the rings for a while, then nap.
+      const int64_t until = NowNs() + std::min(nap_ns, kWaitSpinNs);
+      while (w.load(std::memory_order_acquire) == 0 && !(news = rings_ && rings_->Pending()) &&
+             NowNs() < until)
+        __builtin_ia32_pause();
+      if (!news && nap_ns > kWaitSpinNs && w.load(std::memory_order_acquire) == 0)
+        FutexWait(&w, 0, nap_ns - kWaitSpinNs);
+    }
+    lock.lock();
+    nap_ns = n > 0 || news ? kMinNapNs : std::min(2 * nap_ns, kNapNs);
+    if (n > 0) OnOneSided({done, n});
+    PollOneSided();
+    Settle();
+  }
+}
+
+void Runtime::Settle() {
+  ReapSends();
+  poll_hint_.store(!os_ops_.empty() || node_->NeedsPoll(), std::memory_order_relaxed);
 }
 
 void Runtime::Wake(ThreadId t) {
@@ -109,7 +164,7 @@ void Runtime::OnFault(PageId p, Access a) {
     Segment& s = SegmentOf(p);
     s.trap->Protect(p - s.first, 1, s.trap->prot(p - s.first));
   }
-  ReapSends();
+  Settle();
 }
 
 Runtime::Segment& Runtime::SegmentOf(PageId p) {
@@ -192,7 +247,7 @@ void Runtime::Acquire(LockId l) {
     stats::NodeCall call(node_->stats());
     return node_->Acquire(t, l);
   });
-  ReapSends();
+  Settle();
 }
 
 bool Runtime::Release(LockId l) {
@@ -206,7 +261,7 @@ bool Runtime::Release(LockId l) {
     stats::NodeCall call(node_->stats());
     node_->Release(t, l);
   }
-  ReapSends();
+  Settle();
   return true;
 }
 
@@ -229,7 +284,7 @@ bool Runtime::Barrier(BarrierId b, uint32_t count) {
     stats::NodeCall call(node_->stats());
     return node_->Barrier(t, b, count, 1, false, &serial);
   });
-  ReapSends();
+  Settle();
   return serial;
 }
 

@@ -76,10 +76,9 @@ constexpr Row kTable[] = {
        else return Bad(k, v, "block or cyclic");
        return Status::Ok();
      }},
-    {"SVM_MODE", "protocol mode (base)",
+    {"SVM_MODE", "protocol mode: base, dw, rf, dd or nil",
      [](const char* k, std::string_view v, Options* o) {
-       if (v != "base") return Bad(k, v, "base (dw, rf, dd and nil are not implemented yet)");
-       o->mode = v;
+       if (!ParseMode(std::string(v).c_str(), &o->mode)) return Bad(k, v, "base, dw, rf, dd or nil");
        return Status::Ok();
      }},
     {"SVM_FAULT", "fault backend: uffd, uffd-thread or mprotect",
@@ -150,6 +149,13 @@ constexpr Row kTable[] = {
     {"SVM_NET_BANDWIDTH", "injected bandwidth limit per connection (bytes/s, 0 = none)",
      [](const char* k, std::string_view v, Options* o) {
        if (!ParseNumber(v, &o->net_bandwidth)) return Bad(k, v, "bytes per second");
+       return Status::Ok();
+     }},
+    {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->notice_ring) || o->notice_ring < 64 || o->notice_ring > (64u << 20) ||
+           o->notice_ring % 8 != 0)
+         return Bad(k, v, "a multiple of 8 in [64, 64M]");
        return Status::Ok();
      }},
     {"SVM_SHARE_GLOBALS", "share the program's .data and .bss",

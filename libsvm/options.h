@@ -11,6 +11,7 @@
 #include "libsvm/prim/fault.h"
 #include "protocol/geometry.h"
 #include "protocol/status.h"
+#include "protocol/types.h"
 
 namespace svm::rt {
 
@@ -21,7 +22,7 @@ struct Options {
   uint32_t nodes = 1;              // SVM_NODES
   uint32_t threads_per_node = 1;   // SVM_THREADS_PER_NODE
   Placement place = Placement::kBlock;
-  std::string mode = "base";
+  Mode mode = Mode::kBase;
   prim::Backend fault = prim::Backend::kUffd;
   std::string transport = "tcp";
   uint64_t region_base = 0x200000000000ull;
@@ -35,6 +36,7 @@ struct Options {
   std::string nic_listen;          // SVM_NIC_LISTEN; empty: the control link's local address
   uint64_t net_latency_ns = 0;     // SVM_NET_LATENCY_NS: injected at the receiving NIC
   uint64_t net_bandwidth = 0;      // SVM_NET_BANDWIDTH: bytes/s per connection, 0 = unlimited
+  uint64_t notice_ring = 64 * 1024;  // SVM_NOTICE_RING: bytes per writer's ring
   bool share_globals = true;       // SVM_SHARE_GLOBALS
   bool verbose = false;            // SVM_VERBOSE
   bool show_stats = false;         // SVM_SHOW_STATS

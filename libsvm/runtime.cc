@@ -20,6 +20,7 @@
 #include "libsvm/log.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
+#include "nic_ext/fake/fake_transport.h"
 #include "nic_ext/tcp/tcp_transport.h"
 #include "protocol/wire.h"
 #include "svmd/control_client.h"
@@ -100,6 +101,7 @@ Status Runtime::Start() {
   if (opts_.share_globals) {
     if (Status st = OpenGlobals(); !st.ok()) return st;
   }
+  if (Status st = ConnectNic(); !st.ok()) return st;
   // Messages wait in the NIC until now: a thread started for another node
   // must find the runtime complete, globals included.
   instance_ = this;
@@ -220,7 +222,6 @@ Status Runtime::Connect() {
   geometry_.nodes = opts_.nodes;
   geometry_.pages = heap.pages();
 
-  std::vector<std::string> peers;
   if (opts_.nodes > 1) {
     svmd::ControlConfig cc;
     if (Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok()) return st;
@@ -237,11 +238,7 @@ Status Runtime::Connect() {
     if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
     const std::string me = tcp->listen_address();
     nic_ = std::move(tcp);
-    if (Status st = svmd::Rendezvous(cc, me, &peers); !st.ok()) return st;
-    if (Status st = nic_->RegisterRegion({kCounterRegion, &thread_counter_, sizeof(thread_counter_)});
-        !st.ok())
-      return st;
-    if (Status st = nic_->Connect(peers); !st.ok()) return st;
+    if (Status st = svmd::Rendezvous(cc, me, &peers_); !st.ok()) return st;
     svmd::OnTerminate([this] {
       if (exiting_.load()) return;
       // The job is over (another node exited, or svmrun is gone).
@@ -250,6 +247,11 @@ Status Runtime::Connect() {
       _exit(0);
     });
   }
+  if (opts_.nodes == 1 && LocksAtNic(opts_.mode)) {
+    // nil takes locks at a NIC even when every lock's home is here.
+    nic_ = nic::MakeFakeNic(nic::MakeFakeFabric(1), 0);
+    peers_.assign(1, "");
+  }
 
   NodeConfig nc;
   nc.self = opts_.node;
@@ -257,10 +259,13 @@ Status Runtime::Connect() {
   nc.threads = kMaxSlots;
   nc.home_policy = opts_.home;
   nc.epoch = opts_.epoch;
+  nc.mode = opts_.mode;
   // Pages of the globals join later; size the Node for the largest program
   // image we accept next to the region.
   nc.geometry.pages += kMaxGlobalsPages;
   geometry_ = nc.geometry;
+  // Memory the peers' NICs will access (registered later, in ConnectNic).
+  if (Status st = OpenExported(); !st.ok()) return st;
   node_ = std::make_unique<Node>(nc, this);
 
   heap.handler = std::make_unique<SegmentHandler>(this, heap.first);
@@ -271,14 +276,28 @@ Status Runtime::Connect() {
   return Status::Ok();
 }
 
+// Serves messages. When idle for a moment it also does what nobody else may
+// be there to do: take the notices peers deposit (so their rings never stay
+// full for want of a local acquire), and run one-sided completions and
+// Node::Poll while no application thread waits to do it.
 void Runtime::HandlerLoop() {
   stats::RegisterThread(stats::ThreadKind::kHandler, opts_.node, 0);
   nic::Message batch[16];
   while (!stopping_.load(std::memory_order_relaxed)) {
-    if (!nic_->recv_queue().WaitReady(std::chrono::milliseconds(200))) continue;
-    std::lock_guard<std::mutex> d(dispatch_mu_);
-    size_t n = nic_->recv_queue().Poll(batch);
-    for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
+    const bool poll = poll_hint_.load(std::memory_order_relaxed);
+    const auto idle = poll ? std::chrono::milliseconds(1)
+                           : rings_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(200);
+    if (nic_->recv_queue().WaitReady(idle)) {
+      std::lock_guard<std::mutex> d(dispatch_mu_);
+      size_t n = nic_->recv_queue().Poll(batch);
+      for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
+    }
+    if (rings_) rings_->Drain();
+    if (poll_hint_.load(std::memory_order_relaxed) || os_cq_.size() != 0) {
+      std::lock_guard<std::mutex> l(mu_);
+      PollOneSided();
+      Settle();
+    }
   }
 }
 
@@ -310,7 +329,7 @@ void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
     stats::NodeCall call(node_->stats());
     Status st = node_->Receive(from, bytes);
     if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
-    ReapSends();
+    Settle();
     return;
   }
   Message m;
@@ -363,16 +382,24 @@ namespace svm::rt {
 void Runtime::ReportStats() {
   if (!stats::Enabled() || stats_reported_.exchange(true)) return;
   NodeStats counters;
+  uint64_t ring_records = 0, ring_waits = 0;
   {
     // A thread may hold mu_ for a moment; never wait for long at exit.
     std::unique_lock<std::mutex> l(mu_, std::defer_lock);
     for (int i = 0; i < 200 && !l.try_lock(); ++i) usleep(1000);
     if (node_) counters = node_->stats();
+    if (rings_) {  // writer side: serialised by mu_
+      ring_records = rings_->records_sent();
+      ring_waits = rings_->full_waits();
+    }
   }
   if (!opts_.stats_dir.empty() && !stats::WriteReport(opts_.stats_dir, opts_.node, counters))
     spdlog::warn("could not write statistics to {}: {}", opts_.stats_dir, std::strerror(errno));
   if (opts_.show_stats) {
-    const std::string text = stats::ReportText(opts_.node, counters);
+    std::string text = stats::ReportText(opts_.node, counters);
+    if (rings_)
+      text += fmt::format("svm node {}: notice rings: {} records sent, {} waits for a full ring\n",
+                          opts_.node, ring_records, ring_waits);
     (void)!write(2, text.data(), text.size());
   }
 }

@@ -7,6 +7,11 @@
 //
 // Page ids: the heap region's pages come first, then the globals' pages.
 //
+// Exported memory (what the peers' NICs read and write without this node's
+// handler; DESIGN.md "Modes"): the frames (heap region, then globals), the
+// versions table (every mode), and per mode the write-notice rings (dw and
+// up) and the NIC lock words (nil). onesided.cc.
+//
 // Locking: one mutex (mu_) serialises every call into the protocol Node and
 // the runtime's own tables. A thread that the Node blocks waits on its slot's
 // futex without holding mu_; while it spins there it may handle protocol
@@ -24,12 +29,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <vector>
 
 #include "libsvm/alloc/heap.h"
+#include "libsvm/notice_ring.h"
 #include "libsvm/options.h"
 #include "libsvm/prim/fault.h"
 #include "libsvm/prim/region.h"
@@ -122,6 +129,15 @@ class Runtime final : public Host {
   void Protect(PageId p, Prot prot) override;
   void Wake(ThreadId t) override;
 
+  // Host, one-sided operations (onesided.cc).
+  std::span<IntervalId> Versions(PageId p) override;
+  void ReadPage(NodeId home, PageId p) override;
+  void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
+  void DepositNotice(const WriteNotice& notice) override;
+  void TakeNotices(std::vector<WriteNotice>* out) override;
+  void NicLock(NodeId home, LockId l) override;
+  void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) override;
+
   // A trapped access (host.cc); also called for system-call buffers.
   void OnFault(PageId p, Access a);
   // Touches the pages of [addr, addr + len) that belong to shared memory so
@@ -144,6 +160,9 @@ class Runtime final : public Host {
   Status OpenGlobals();
   void ScrubEnvironment();
   Status Connect();
+  // Registers the exported memory and connects the NIC (after OpenGlobals:
+  // the globals' frames are exported too).
+  Status ConnectNic();
   void HandlerLoop();
   // Called by a thread blocked in WaitSlot; true if it handled a message.
   bool DispatchWhileWaiting();
@@ -169,8 +188,28 @@ class Runtime final : public Host {
       WaitSlot(lock, t, spin_ns);
     }
   }
-  // Spins up to spin_ns (handling messages), then sleeps until woken.
+  // Waits until t is woken: spins up to spin_ns handling messages, then
+  // sleeps; runs one-sided completions and the Node's polls meanwhile.
   void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns);
+  void SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t timeout_ns);
+  // After a Node call: frees sent buffers and notes whether waiting threads
+  // must poll (one-sided operations in flight, or Node::NeedsPoll).
+  // REQUIRES: mu_ held.
+  void Settle();
+
+  // One-sided operations (onesided.cc).
+  struct OneSided;
+  Status OpenExported();  // the exported memory, before the NIC connects
+  // Where page p's frame lies in the exported regions.
+  std::pair<uint32_t, uint64_t> FrameAt(PageId p);
+  // Posts wrs (every one carrying op's wr id); the op is then in flight.
+  // REQUIRES: mu_ held.
+  void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
+  void PostLockClaim(std::unique_ptr<OneSided> op);
+  // Runs the completions in done. REQUIRES: mu_ held.
+  void OnOneSided(std::span<const nic::Completion> done);
+  // Polls for completions and runs them; Node::Poll if it asks. REQUIRES: mu_.
+  void PollOneSided();
 
   // Threads (threads.cc).
   int StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
@@ -182,21 +221,34 @@ class Runtime final : public Host {
   NodeId PlaceThread(uint64_t number) const;
 
   static Runtime* instance_;
-  static constexpr uint32_t kCounterRegion = 1;  // NIC region of thread_counter_
+  // NIC regions (the same ids on every node).
+  static constexpr uint32_t kCounterRegion = 1;  // thread_counter_
+  static constexpr uint32_t kHeapFrames = 2;     // the heap region's protocol view
+  static constexpr uint32_t kGlobalsFrames = 3;  // the globals' protocol view
+  static constexpr uint32_t kVersions = 4;       // versions_: pages x nodes
+  static constexpr uint32_t kDeposits = 5;       // rings_ (dw and up)
+  static constexpr uint32_t kDepositHeads = 6;
+  static constexpr uint32_t kLockClaims = 7;     // nil: LockId + 1 per LockNo
+  static constexpr uint32_t kLockStamps = 8;     // nil: nodes IntervalIds per LockNo
 
   Options opts_;
   Geometry geometry_;
   std::vector<std::unique_ptr<Segment>> segments_;
   std::unique_ptr<alloc::Heap> heap_;
   std::unique_ptr<nic::Nic> nic_;
+  std::vector<std::string> peers_;  // NIC addresses from the rendezvous
   nic::CompletionQueue send_cq_;
   std::unique_ptr<Node> node_;
   std::thread handler_;
-  // Starts threads that other nodes asked for (threads.cc, SpawnLoop).
+  // Starts threads that other nodes asked for and frees what they freed in
+  // this node's heap slice (threads.cc, SpawnLoop).
   std::thread spawner_;
   std::mutex spawn_mu_;
   std::condition_variable spawn_cv_;
   std::deque<std::pair<NodeId, SpawnRequest>> spawn_queue_;  // GUARDED_BY(spawn_mu_)
+  // Blocks other nodes freed in this node's heap slice (RemoteFree), freed by
+  // the spawner thread: the handler must never wait for the heap's lock.
+  std::deque<uint64_t> free_queue_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> sync_event_{0};
   std::atomic<bool> exiting_{false};
@@ -213,6 +265,17 @@ class Runtime final : public Host {
   std::vector<ThreadId> free_slots_;  // GUARDED_BY(mu_)
   uint64_t next_wr_ = 1;     // GUARDED_BY(mu_)
   std::map<uint64_t, std::vector<uint8_t>> in_flight_;  // GUARDED_BY(mu_): SEND buffers
+
+  // Exported memory and one-sided operations.
+  IntervalId* versions_ = nullptr;  // geometry_.pages x nodes, mapped lazily
+  size_t versions_bytes_ = 0;
+  uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
+  IntervalId* lock_stamps_ = nullptr;   // nic::kMaxLocks x nodes
+  std::unique_ptr<NoticeRings> rings_;  // dw and up
+  nic::CompletionQueue os_cq_;
+  std::map<uint64_t, std::unique_ptr<OneSided>> os_ops_;    // GUARDED_BY(mu_): by wr id
+  std::unordered_map<LockId, nic::LockNo> lock_nos_;       // GUARDED_BY(mu_): nil
+  std::atomic<bool> poll_hint_{false};  // Settle(): waiters should poll
 
   // Threads hosted here, and requests this node's threads wait on.
   std::map<uint64_t, std::unique_ptr<ThreadRecord>> threads_;  // GUARDED_BY(mu_)

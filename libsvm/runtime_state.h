@@ -47,4 +47,19 @@ struct Runtime::ThreadRecord {
   std::vector<NodeId> remote_joiners;   // nodes that sent JoinRequest
 };
 
+// A one-sided operation in flight (onesided.cc), with the buffers its work
+// requests read or fill.
+struct Runtime::OneSided {
+  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kLock, kReadStamp, kUnlock };
+  Kind kind = Kind::kReadPage;
+  NodeId home = 0;
+  PageId page = 0;
+  LockId lock = 0;
+  nic::LockNo no = 0;
+  uint32_t probes = 0;
+  std::vector<uint8_t> buf;
+  IntervalId interval = 0;
+};
+
+
 }  // namespace svm::rt

@@ -130,6 +130,12 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["remote_acquires"] = s.remote_acquires;
   j["barriers"] = s.barriers;
   j["protections"] = s.protections;
+  j["remote_reads"] = s.remote_reads;
+  j["direct_diffs"] = s.direct_diffs;
+  j["notices_deposited"] = s.notices_deposited;
+  j["notices_taken"] = s.notices_taken;
+  j["nic_locks"] = s.nic_locks;
+  j["polls"] = s.polls;
   nlohmann::json messages = nlohmann::json::object();
   uint64_t total = 0, total_bytes = 0;
   for (uint16_t i = 1; i <= kMessageTypeCount; ++i) {
@@ -326,9 +332,12 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
 std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}), twins {}, diffs {} ({} bytes, "
-      "{} runs), invalidations {}, acquires {} local / {} remote, barriers {}, protections {}\n",
+      "{} runs), invalidations {}, acquires {} local / {} remote, barriers {}, protections {}\n"
+      "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
+      "NIC locks {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.twins, s.diffs, s.diff_bytes,
-      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.protections);
+      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.protections, node,
+      s.remote_reads, s.direct_diffs, s.notices_deposited, s.notices_taken, s.nic_locks, s.polls);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);
   for (uint32_t i = 0; i < n; ++i) {

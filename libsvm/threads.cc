@@ -225,8 +225,14 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
     return;
   }
   if (auto* f = std::get_if<svm::RemoteFree>(&m)) {
-    // Not under mu_: the heap's locks come before mu_ (Free -> RemoteFree).
-    for (uint64_t b : f->blocks) heap_->FreeLocal(reinterpret_cast<void*>(b));
+    // Not here either: the heap's lock may be held by a program thread that
+    // faulted inside the allocator and waits for this handler (a home
+    // claim, a page); freeing here would deadlock both. The spawner frees.
+    {
+      std::lock_guard<std::mutex> l(spawn_mu_);
+      free_queue_.insert(free_queue_.end(), f->blocks.begin(), f->blocks.end());
+    }
+    spawn_cv_.notify_one();
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
@@ -266,6 +272,15 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
 void Runtime::SpawnLoop() {
   std::unique_lock<std::mutex> l(spawn_mu_);
   while (!stopping_.load()) {
+    if (!free_queue_.empty()) {
+      std::vector<uint64_t> blocks(free_queue_.begin(), free_queue_.end());
+      free_queue_.clear();
+      l.unlock();
+      // Not under mu_: the heap's locks come before mu_ (Free -> RemoteFree).
+      for (uint64_t b : blocks) heap_->FreeLocal(reinterpret_cast<void*>(b));
+      l.lock();
+      continue;
+    }
     if (spawn_queue_.empty()) {
       spawn_cv_.wait_for(l, std::chrono::milliseconds(200));
       continue;

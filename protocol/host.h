@@ -10,7 +10,9 @@
 #include <span>
 #include <vector>
 
+#include "protocol/interval_log.h"
 #include "protocol/types.h"
+#include "protocol/vector_time.h"
 
 namespace svm {
 
@@ -34,6 +36,44 @@ class Host {
   // (for instance the caller of the operation that woke it); it must then be
   // harmless: at most one retry that returns kBlocked again.
   virtual void Wake(ThreadId t) = 0;
+
+  // Page p's version vector (nodes() entries) in memory this node exports to
+  // its peers' NICs: at p's home, how far each node's diffs have been applied
+  // (its flush timestamp). Direct diffs (dd) advance their writer's entry
+  // remotely, so the Node reads and writes it with atomic_ref, never caching
+  // it. Other nodes' entries for p are unused. Zero-initialised.
+  virtual std::span<IntervalId> Versions(PageId p) = 0;
+
+  // ---- One-sided operations (modes dw, rf, dd, nil; DESIGN.md "Modes").
+  // Served by the target's NIC from the memory it exports (Frame, Versions,
+  // deposited notices, lock words); the target's Node is never called for
+  // them. Ordered FIFO with Send() per ordered pair of nodes. Completions
+  // come back through the Node methods named below, called by the host under
+  // the Node's serialisation and never from inside a Host call.
+
+  // rf: READ home's Versions(p), then its Frame(p), posted together. The
+  // version is read first, so a version that covers a demand guarantees the
+  // page holds the diffs it names. Completes with Node::OnPageRead.
+  virtual void ReadPage(NodeId home, PageId p) = 0;
+
+  // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then
+  // home's Versions(p)[self] = interval. No completion reaches the Node.
+  virtual void WriteDiff(NodeId home, PageId p, IntervalId interval,
+                         std::span<const uint8_t> runs) = 0;
+
+  // dw: WRITE notice into every other node's deposit area for this node.
+  // Deposits from one writer are taken at each target in the order made.
+  virtual void DepositNotice(const WriteNotice& notice) = 0;
+  // dw: appends to *out the notices peers deposited here since the last call,
+  // in each writer's order (notices of different writers interleave freely).
+  virtual void TakeNotices(std::vector<WriteNotice>* out) = 0;
+
+  // nil: LOCK lock l at its home's NIC (FIFO among requesters); on grant
+  // READ the timestamp the last releaser stored with it. Completes with
+  // Node::OnNicLockGranted.
+  virtual void NicLock(NodeId home, LockId l) = 0;
+  // nil: WRITE timestamp into lock l's word at its home, then UNLOCK.
+  virtual void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) = 0;
 };
 
 }  // namespace svm

@@ -2,6 +2,8 @@
 // barriers live in node_page.cc, node_lock.cc and node_barrier.cc.
 #include "protocol/node.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <type_traits>
 
@@ -73,7 +75,8 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
 
 // Ends the open interval: write-protects and diffs every dirty page (lazy
 // diffing: only now, when another node may come to need the writes), and
-// records the pages written as a write notice of the new interval.
+// records the pages written as a write notice of the new interval (dw:
+// deposited at every other node as well).
 void Node::CloseInterval() {
   if (dirty_.empty()) return;
   const NodeId self = config_.self;
@@ -84,7 +87,7 @@ void Node::CloseInterval() {
     assert(pg.state == Page::State::kWrite);
     if (pg.home == self) {
       pg.state = Page::State::kRead;
-      pg.version[self] = interval;
+      SetVersion(p, self, interval);
       SyncProtection(p, pg);
       notice.pages.push_back(p);
       continue;
@@ -106,10 +109,19 @@ void Node::CloseInterval() {
     // A fetch already on its way may be answered before this diff lands;
     // demanding our own interval makes such a reply stale.
     pg.need[self] = interval;
-    Send(pg.home, d);
+    if (DiffsDirectly(config_.mode)) {
+      stats_.direct_diffs++;
+      host_->WriteDiff(pg.home, p, interval, d.runs);
+    } else {
+      Send(pg.home, d);
+    }
     notice.pages.push_back(p);
   }
   dirty_.clear();
+  if (DepositsNotices(config_.mode) && nodes() > 1) {
+    stats_.notices_deposited++;
+    host_->DepositNotice(notice);
+  }
   Status st = log_.Add(std::move(notice));
   assert(st.ok());
   (void)st;
@@ -155,6 +167,50 @@ void Node::AddNotices(std::vector<WriteNotice>& notices) {
     assert(st.ok());
     (void)st;
   }
+}
+
+void Node::TakeDeposits() {
+  if (!DepositsNotices(config_.mode)) return;
+  std::vector<WriteNotice> notices;
+  host_->TakeNotices(&notices);
+  if (notices.empty()) return;
+  stats_.notices_taken += notices.size();
+  // Each writer's deposits come in order, so they extend the bins.
+  Status st = CheckNotices(notices, nullptr);
+  assert(st.ok());
+  (void)st;
+  AddNotices(notices);
+}
+
+bool Node::NeedsPoll() const {
+  return !pending_grants_.empty() || !pending_releases_.empty() || !version_waits_.empty();
+}
+
+void Node::Poll() {
+  stats_.polls++;
+  TakeDeposits();
+  const VectorTime& known = log_.known();
+  std::vector<LockId> granted;
+  std::erase_if(pending_grants_, [&](LockId l) {
+    if (!known.Covers(*locks_.at(l)->grant)) return false;
+    granted.push_back(l);
+    return true;
+  });
+  for (LockId l : granted) FinishGrant(l, *locks_.at(l));
+  std::vector<BarrierRelease> released;
+  std::erase_if(pending_releases_, [&](BarrierRelease& m) {
+    if (!known.Covers(m.time)) return false;
+    released.push_back(std::move(m));
+    return true;
+  });
+  for (BarrierRelease& m : released) FinishRelease(m);
+  std::erase_if(version_waits_, [&](PageId p) {
+    Page& pg = *pages_.at(p);
+    if (!VersionCovers(p, pg.need)) return false;
+    SyncProtection(p, pg);
+    WakeAll(&pg.waiters);
+    return true;
+  });
 }
 
 }  // namespace svm

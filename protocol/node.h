@@ -15,7 +15,8 @@
 //
 // The protocol, in brief (DESIGN.md, "Memory model"):
 //  * Every page has a home, whose frame is up to date as far as the diffs
-//    that reached it; its version (flush timestamp) says how far.
+//    that reached it; its version (flush timestamp, Host::Versions: memory
+//    the NICs of other nodes may read and, in dd, write) says how far.
 //  * Non-home copies are INVALID, READ or WRITE (twinned). A write notice
 //    applied at an acquire invalidates a READ copy; a WRITE copy becomes
 //    stale and is refreshed by a safe fetch, which keeps local writes.
@@ -30,6 +31,22 @@
 //    message. Waiters are served in arrival order, remote ones included, so a
 //    remote waiter is never starved by local traffic.
 //  * Barriers: threads of a node, then node -> master (node 0) -> release.
+//
+// Modes (types.h, cumulative) move work from handlers onto one-sided ops:
+//  * dw: each closed interval's notice is deposited at every other node at
+//    once; grants and barrier messages carry only timestamps. A grant or
+//    release naming intervals whose deposits have not arrived yet (no FIFO
+//    between different senders) waits, and Poll() finishes it.
+//  * rf: pages are fetched by a remote READ of version and frame; a copy too
+//    old for pg.need is read again. No handler runs at the home.
+//  * dd: diffs are written into the home frame and the writer's version
+//    entry by the writer's NIC; home threads waiting for them are woken by
+//    Poll(), which re-reads the versions.
+//  * nil: program locks are NIC locks at their home (FIFO, the lock word
+//    holds the last releaser's timestamp). A node that holds one hands it to
+//    local waiters without messages, at most kMaxLocalHandoffs times in a
+//    row; otherwise a release closes the interval and unlocks at the NIC.
+//    Pinned (runtime) locks stay on the message path in every mode.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +85,7 @@ struct NodeConfig {
   HomePolicy home_policy = HomePolicy::kCyclic;
   uint32_t cyclic_block = 1;
   uint32_t epoch = 0;        // job epoch stamped on every message
+  Mode mode = Mode::kBase;
   PlantedBug TEST_bug = PlantedBug::kNone;
 };
 
@@ -111,6 +129,29 @@ class Node {
   // broke the protocol; the node's state is unchanged by such a message.
   Status Receive(NodeId from, std::span<const uint8_t> bytes);
 
+  // ---- Modes dw..nil: completions of one-sided operations (host.h), and
+  // polling of the memory peers write without telling anyone.
+
+  // Completion of Host::ReadPage: home's version of p and its page. Like a
+  // PageReply: a copy older than what is needed by now is read again.
+  Status OnPageRead(NodeId home, PageId p, const VectorTime& version,
+                    std::span<const uint8_t> data);
+  // Completion of Host::NicLock: the NIC granted l; timestamp is what its
+  // last releaser stored (all zero for a fresh lock).
+  Status OnNicLockGranted(LockId l, const VectorTime& timestamp);
+  // Whether some thread waits for something only Poll() can see arrive:
+  // notices still being deposited, or (dd) diffs still being written into a
+  // home page. While true, the host calls Poll() now and then (the runtime:
+  // from waiting threads, after a short spin).
+  bool NeedsPoll() const;
+  // Takes deposited notices and re-checks versions of home pages threads
+  // wait for; wakes the threads whose wait is over.
+  void Poll();
+
+  // nil: local hand-offs in a row while a node holds a NIC lock, before it
+  // gives the lock back so that remote waiters queued at the NIC get a turn.
+  static constexpr uint32_t kMaxLocalHandoffs = 8;
+
   const NodeStats& stats() const { return stats_; }
   const IntervalLog& TEST_log() const { return log_; }
   const NodeConfig& config() const { return config_; }
@@ -125,7 +166,12 @@ class Node {
   Page& PageEntry(PageId p);
   Outcome HomeFault(ThreadId t, PageId p, Page& pg, Access a);
   Outcome RemoteFault(ThreadId t, PageId p, Page& pg, Access a);
-  Prot DesiredProtection(const Page& pg) const;
+  // p's version at its home (Host::Versions), read entry by entry with
+  // acquire loads: in dd, peers' NICs advance it concurrently.
+  VectorTime Version(PageId p) const;
+  bool VersionCovers(PageId p, const VectorTime& need) const;
+  void SetVersion(PageId p, NodeId writer, IntervalId interval);
+  Prot DesiredProtection(PageId p, const Page& pg) const;
   void SyncProtection(PageId p, Page& pg);
   void RequestPage(PageId p, Page& pg);
   void WakeAll(std::vector<ThreadId>* waiters);
@@ -134,6 +180,8 @@ class Node {
   void ServeFetches(PageId p, Page& pg);
   Status OnFetchRequest(NodeId from, FetchRequest& m);
   Status OnPageReply(NodeId from, PageReply& m);
+  Status InstallPage(NodeId from, PageId p, const VectorTime& version,
+                     std::span<const uint8_t> data);
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);
@@ -144,6 +192,11 @@ class Node {
   void HandOn(LockId l, Lock& lk);
   void AssignLocal(ThreadId t, Lock& lk);
   void SendLockRequest(LockId l, Lock& lk);
+  bool AtNic(LockId l) const;
+  void RequestNicLock(LockId l, Lock& lk);
+  void ReleaseNicLock(LockId l, Lock& lk);
+  void AcceptGrant(LockId l, Lock& lk, VectorTime timestamp);
+  void FinishGrant(LockId l, Lock& lk);
   void OnLockRequestAtHome(LockRequest req);
   void OnLockForward(LockRequest req);
   void GrantRemote(LockId l, Lock& lk);
@@ -153,6 +206,7 @@ class Node {
   // Barriers (node_barrier.cc).
   Status OnBarrierArrive(NodeId from, BarrierArrive& m);
   Status OnBarrierRelease(NodeId from, BarrierRelease& m);
+  void FinishRelease(BarrierRelease& m);
 
   // Intervals and views (node.cc).
   void CloseInterval();
@@ -163,6 +217,8 @@ class Node {
                       const VectorTime* must_cover) const;
   // REQUIRES: CheckNotices(notices, ...).ok().
   void AddNotices(std::vector<WriteNotice>& notices);
+  // dw: moves notices deposited by peers into the bins.
+  void TakeDeposits();
   void Send(NodeId to, const Message& m);
   NodeId nodes() const { return config_.geometry.nodes; }
 
@@ -180,6 +236,10 @@ class Node {
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;
   VectorTime reported_;                // notices sent to the barrier master
   uint64_t lock_seq_ = 0;              // arrival order of lock waiters
+  // Waits only Poll() can end (dw..nil), in arrival order.
+  std::vector<LockId> pending_grants_;        // grants whose notices are due
+  std::vector<BarrierRelease> pending_releases_;
+  std::vector<PageId> version_waits_;         // dd: home pages awaiting diffs
   NodeStats stats_;
 };
 

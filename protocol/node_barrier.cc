@@ -2,6 +2,8 @@
 // closes the node's interval and reports to the master (node 0) with the
 // notices the master may lack; the master merges and releases every node with
 // the notices it lacks. A barrier is an acquire for every thread in it.
+// From dw on, arrivals and releases carry only vector times (the notices are
+// deposited), and a release waits until the deposits cover its time.
 #include <algorithm>
 #include <cassert>
 
@@ -29,8 +31,10 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
       bs.arrived = 0;
       CloseInterval();
       BarrierArrive arrive{b, local, total, global, log_.known(), {}};
-      log_.Missing(reported_, &arrive.notices);
-      reported_ = log_.known();
+      if (!DepositsNotices(config_.mode)) {
+        log_.Missing(reported_, &arrive.notices);
+        reported_ = log_.known();
+      }
       if (config_.self == kMaster)
         OnBarrierArrive(config_.self, arrive);
       else
@@ -51,7 +55,11 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
 Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
   if (config_.self != kMaster) return Status::InvalidArgument("barrier arrival at a non-master node");
   if (m.arrivals == 0 || m.arrivals > m.total) return Status::Malformed("barrier arrival count");
-  if (Status st = CheckNotices(m.notices, &m.known); !st.ok()) return st;
+  if (DepositsNotices(config_.mode)) {
+    if (!m.notices.empty()) return Status::Malformed("barrier arrival with notices in a depositing mode");
+  } else if (Status st = CheckNotices(m.notices, &m.known); !st.ok()) {
+    return st;
+  }
   auto& entry = master_[m.barrier];
   if (!entry) {
     entry = std::make_unique<MasterBarrier>();
@@ -79,7 +87,7 @@ Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
   std::optional<BarrierRelease> own;
   for (const auto& a : done->nodes) {
     BarrierRelease release{m.barrier, time, done->global, {}, &a == &done->nodes.front()};
-    log_.Missing(a.known, &release.notices);
+    if (!DepositsNotices(config_.mode)) log_.Missing(a.known, &release.notices);
     if (a.node == config_.self)
       own = std::move(release);
     else
@@ -93,9 +101,24 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
   if (from != kMaster) return Status::InvalidArgument("barrier release not from the master");
   auto it = barriers_.find(m.barrier);
   if (it == barriers_.end()) return Status::InvalidArgument("release of a barrier nobody waits at");
-  if (Status st = CheckNotices(m.notices, &m.time); !st.ok()) return st;
-  AddNotices(m.notices);
-  BarrierState& bs = *it->second;
+  if (DepositsNotices(config_.mode)) {
+    if (!m.notices.empty()) return Status::Malformed("barrier release with notices in a depositing mode");
+    TakeDeposits();
+    if (!log_.known().Covers(m.time)) {
+      pending_releases_.push_back(std::move(m));
+      return Status::Ok();
+    }
+  } else {
+    if (Status st = CheckNotices(m.notices, &m.time); !st.ok()) return st;
+    AddNotices(m.notices);
+  }
+  FinishRelease(m);
+  return Status::Ok();
+}
+
+// REQUIRES: the bins cover m.time.
+void Node::FinishRelease(BarrierRelease& m) {
+  BarrierState& bs = *barriers_.at(m.barrier);
   const uint64_t episode = bs.episode++;
   bool serial = m.serial;
   for (ThreadId t = 0; t < config_.threads; ++t) {
@@ -112,7 +135,6 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
     reported_.Merge(log_.floor());
   }
   stats_.barriers++;
-  return Status::Ok();
 }
 
 }  // namespace svm

@@ -1,8 +1,10 @@
 // Node: distributed locks. Each lock has a home that remembers the last
 // requester (the tail of a distributed queue); a request goes to the home,
 // which forwards it to that tail, which grants once it is done with the lock.
-// Coherence rides on the grant: the releaser's view and the notices the
-// requester lacks.
+// Coherence rides on the grant: the releaser's view and (base) the notices
+// the requester lacks; from dw on the notices are deposited instead, and a
+// grant waits until the deposits it names have arrived.
+// nil: program locks live in the NIC of their home instead (AtNic).
 #include <algorithm>
 #include <cassert>
 
@@ -26,7 +28,7 @@ Node::Lock& Node::LockEntry(LockId l) {
   if (it != locks_.end()) return *it->second;
   auto lk = std::make_unique<Lock>();
   lk->timestamp = VectorTime(nodes());
-  if (LockHome(l) == config_.self) {  // the home holds a fresh lock's token
+  if (LockHome(l) == config_.self && !AtNic(l)) {  // the home holds a fresh lock's token
     lk->have_token = true;
     lk->tail = config_.self;
   }
@@ -49,7 +51,12 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
     return Outcome::kDone;
   }
   lk.waiters.push_back({t, ++lock_seq_});
-  if (!lk.have_token && !lk.requested) SendLockRequest(l, lk);
+  if (!lk.have_token && !lk.requested) {
+    if (AtNic(l))
+      RequestNicLock(l, lk);
+    else
+      SendLockRequest(l, lk);
+  }
   return Outcome::kBlocked;
 }
 
@@ -68,7 +75,42 @@ void Node::Release(ThreadId t, LockId l) {
   assert(lk.held && lk.holder == t);
   lk.held = false;
   lk.timestamp = views_[t];
-  HandOn(l, lk);
+  if (AtNic(l))
+    ReleaseNicLock(l, lk);
+  else
+    HandOn(l, lk);
+}
+
+// Pinned locks order the runtime's own work (thread birth and death); they
+// keep the message path, so only program locks move to the NIC.
+bool Node::AtNic(LockId l) const { return LocksAtNic(config_.mode) && !IsPinnedLock(l); }
+
+void Node::RequestNicLock(LockId l, Lock& lk) {
+  lk.requested = true;
+  stats_.nic_locks++;
+  host_->NicLock(LockHome(l), l);
+}
+
+// The NIC cannot tell us about remote waiters, so local hand-offs are
+// bounded: after kMaxLocalHandoffs in a row (or with nobody local waiting)
+// the lock goes back to the NIC, whose FIFO then serves remote requesters.
+void Node::ReleaseNicLock(LockId l, Lock& lk) {
+  assert(lk.have_token && !lk.held);
+  if (!lk.waiters.empty() && lk.local_run < kMaxLocalHandoffs) {
+    lk.local_run++;
+    const ThreadId next = lk.waiters.front().thread;
+    lk.waiters.pop_front();
+    AssignLocal(next, lk);
+    stats_.local_acquires++;
+    host_->Wake(next);
+    return;
+  }
+  CloseInterval();
+  VectorTime timestamp = lk.timestamp;
+  timestamp[config_.self] = log_.known()[config_.self];
+  lk.have_token = false;
+  host_->NicUnlock(LockHome(l), l, timestamp);
+  if (!lk.waiters.empty()) RequestNicLock(l, lk);
 }
 
 // Passes an idle token to whoever asked first: the oldest local waiter or the
@@ -129,7 +171,7 @@ void Node::GrantRemote(LockId l, Lock& lk) {
   CloseInterval();
   LockGrant grant{l, lk.timestamp, {}};
   grant.timestamp[config_.self] = log_.known()[config_.self];
-  log_.Missing(req.known, &grant.notices);
+  if (!DepositsNotices(config_.mode)) log_.Missing(req.known, &grant.notices);
   lk.have_token = false;
   Send(req.requester, grant);
   if (!lk.waiters.empty()) SendLockRequest(l, lk);
@@ -138,6 +180,7 @@ void Node::GrantRemote(LockId l, Lock& lk) {
 Status Node::OnLockRequest(NodeId from, LockRequest& m) {
   if (m.requester >= nodes() || m.requester == config_.self)
     return Status::Malformed("lock request names an impossible requester");
+  if (AtNic(m.lock)) return Status::InvalidArgument("lock request for a NIC lock");
   if (!m.forwarded) {
     if (from != m.requester || LockHome(m.lock) != config_.self)
       return Status::InvalidArgument("lock request sent to a node that is not the lock's home");
@@ -148,7 +191,8 @@ Status Node::OnLockRequest(NodeId from, LockRequest& m) {
     return Status::Ok();
   }
   if (from != LockHome(m.lock)) return Status::InvalidArgument("lock forward not from the lock's home");
-  if (!m.known.Covers(log_.floor()))
+  // m.known only says which notices a grant must carry (base).
+  if (!DepositsNotices(config_.mode) && !m.known.Covers(log_.floor()))
     return Status::InvalidArgument("lock request older than collected write notices");
   auto it = locks_.find(m.lock);
   if (it != locks_.end() && it->second->remote_next)
@@ -159,24 +203,57 @@ Status Node::OnLockRequest(NodeId from, LockRequest& m) {
 
 Status Node::OnLockGrant(NodeId, LockGrant& m) {
   auto it = locks_.find(m.lock);
-  if (it == locks_.end() || !it->second->requested)
+  if (it == locks_.end() || !it->second->requested || it->second->grant || AtNic(m.lock))
     return Status::InvalidArgument("lock grant nobody asked for");
-  if (Status st = CheckNotices(m.notices, &m.timestamp); !st.ok()) return st;
-  AddNotices(m.notices);
-  Lock& lk = *it->second;
+  if (DepositsNotices(config_.mode)) {
+    if (!m.notices.empty()) return Status::Malformed("lock grant with notices in a depositing mode");
+  } else {
+    if (Status st = CheckNotices(m.notices, &m.timestamp); !st.ok()) return st;
+    AddNotices(m.notices);
+  }
+  AcceptGrant(m.lock, *it->second, std::move(m.timestamp));
+  return Status::Ok();
+}
+
+Status Node::OnNicLockGranted(LockId l, const VectorTime& timestamp) {
+  auto it = locks_.find(l);
+  if (!AtNic(l) || it == locks_.end() || !it->second->requested || it->second->grant)
+    return Status::InvalidArgument("NIC lock grant nobody asked for");
+  if (timestamp.size() != nodes()) return Status::Malformed("NIC lock timestamp of the wrong size");
+  AcceptGrant(l, *it->second, timestamp);
+  return Status::Ok();
+}
+
+// The grant is ours, but its timestamp may name intervals whose notices are
+// still being deposited (dw: no FIFO between different writers): then it
+// waits for Poll().
+void Node::AcceptGrant(LockId l, Lock& lk, VectorTime timestamp) {
+  lk.grant = std::move(timestamp);
+  TakeDeposits();
+  if (log_.known().Covers(*lk.grant))
+    FinishGrant(l, lk);
+  else
+    pending_grants_.push_back(l);
+}
+
+void Node::FinishGrant(LockId l, Lock& lk) {
   lk.requested = false;
   lk.have_token = true;
-  lk.timestamp = std::move(m.timestamp);
+  lk.timestamp = std::move(*lk.grant);
+  lk.grant.reset();
+  lk.local_run = 0;
   if (lk.waiters.empty()) {  // every waiter gave up (not possible yet); pass it on
-    if (lk.remote_next) HandOn(m.lock, lk);
-    return Status::Ok();
+    if (AtNic(l))
+      ReleaseNicLock(l, lk);
+    else if (lk.remote_next)
+      HandOn(l, lk);
+    return;
   }
   const ThreadId next = lk.waiters.front().thread;
   lk.waiters.pop_front();
   AssignLocal(next, lk);
   stats_.remote_acquires++;
   host_->Wake(next);
-  return Status::Ok();
 }
 
 }  // namespace svm

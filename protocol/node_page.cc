@@ -1,5 +1,6 @@
 // Node: page faults, fetches, diffs at the home, invalidation, first touch.
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cstring>
 
@@ -18,11 +19,32 @@ Node::Page& Node::PageEntry(PageId p) {
   return *pages_.emplace(p, std::move(pg)).first->second;
 }
 
-Prot Node::DesiredProtection(const Page& pg) const {
+VectorTime Node::Version(PageId p) const {
+  std::span<IntervalId> v = host_->Versions(p);
+  VectorTime out(nodes());
+  for (NodeId n = 0; n < nodes(); ++n)
+    out[n] = std::atomic_ref<IntervalId>(v[n]).load(std::memory_order_acquire);
+  return out;
+}
+
+bool Node::VersionCovers(PageId p, const VectorTime& need) const {
+  std::span<IntervalId> v = host_->Versions(p);
+  for (NodeId n = 0; n < nodes(); ++n)
+    if (std::atomic_ref<IntervalId>(v[n]).load(std::memory_order_acquire) < need[n]) return false;
+  return true;
+}
+
+// Release: a peer that reads this entry (rf) then reads the frame finds the
+// bytes written before it.
+void Node::SetVersion(PageId p, NodeId writer, IntervalId interval) {
+  std::atomic_ref<IntervalId>(host_->Versions(p)[writer]).store(interval, std::memory_order_release);
+}
+
+Prot Node::DesiredProtection(PageId p, const Page& pg) const {
   using State = Page::State;
   if (pg.state == State::kInvalid) return Prot::kNone;
   if (pg.home == config_.self) {
-    if (!pg.version.Covers(pg.need)) return Prot::kNone;  // diffs still due
+    if (!VersionCovers(p, pg.need)) return Prot::kNone;  // diffs still due
   } else if (pg.stale) {
     return Prot::kNone;
   }
@@ -30,7 +52,7 @@ Prot Node::DesiredProtection(const Page& pg) const {
 }
 
 void Node::SyncProtection(PageId p, Page& pg) {
-  const Prot want = DesiredProtection(pg);
+  const Prot want = DesiredProtection(p, pg);
   if (want == pg.prot) return;
   host_->Protect(p, want);
   pg.prot = want;
@@ -73,8 +95,12 @@ Outcome Node::Fault(ThreadId t, PageId p, Access a) {
 // that is only read is safe: it can only invalidate a copy fetched since,
 // which is then fetched again.
 Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
-  if (!pg.version.Covers(pg.need)) {
+  if (!VersionCovers(p, pg.need)) {
     pg.waiters.push_back(t);
+    // dd: no handler will see the diffs land; Poll() re-reads the version.
+    if (DiffsDirectly(config_.mode) &&
+        std::find(version_waits_.begin(), version_waits_.end(), p) == version_waits_.end())
+      version_waits_.push_back(p);
     return Outcome::kBlocked;
   }
   if (pg.state == Page::State::kInvalid && homes_.policy() == HomePolicy::kFirstTouch)
@@ -110,7 +136,12 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
 void Node::RequestPage(PageId p, Page& pg) {
   pg.fetching = true;
   stats_.fetches++;
-  Send(pg.home, FetchRequest{p, pg.need});
+  if (ReadsRemotely(config_.mode)) {
+    stats_.remote_reads++;
+    host_->ReadPage(pg.home, p);
+  } else {
+    Send(pg.home, FetchRequest{p, pg.need});
+  }
 }
 
 // Writer's notice for p applied here. Away from the home the copy is dropped
@@ -149,13 +180,14 @@ Status Node::CheckHomedHere(PageId p) {
 }
 
 void Node::ServeFetches(PageId p, Page& pg) {
+  const VectorTime version = Version(p);
   auto ready = [&](const Page::PendingFetch& f) {
-    return config_.TEST_bug == PlantedBug::kNoVersionWait || pg.version.Covers(f.need);
+    return config_.TEST_bug == PlantedBug::kNoVersionWait || version.Covers(f.need);
   };
   auto frame = host_->Frame(p);
   std::erase_if(pg.pending, [&](const Page::PendingFetch& f) {
     if (!ready(f)) return false;
-    Send(f.from, PageReply{p, pg.version, std::vector<uint8_t>(frame.begin(), frame.end())});
+    Send(f.from, PageReply{p, version, std::vector<uint8_t>(frame.begin(), frame.end())});
     return true;
   });
 }
@@ -171,49 +203,63 @@ Status Node::OnFetchRequest(NodeId from, FetchRequest& m) {
 Status Node::OnDiff(NodeId from, DiffMessage& m) {
   if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
   Page& pg = PageEntry(m.page);
-  if (m.interval <= pg.version[from]) return Status::Malformed("diff out of order");
+  if (m.interval <= Version(m.page)[from]) return Status::Malformed("diff out of order");
   if (Status st = diff::Apply(m.runs, host_->Frame(m.page)); !st.ok()) return st;
-  pg.version[from] = m.interval;
+  SetVersion(m.page, from, m.interval);
   stats_.diffs_applied++;
   ServeFetches(m.page, pg);
-  if (pg.version.Covers(pg.need)) {
+  if (VersionCovers(m.page, pg.need)) {
     SyncProtection(m.page, pg);
     WakeAll(&pg.waiters);
   }
   return Status::Ok();
 }
 
-// The home's copy arrived. A reply older than what notices applied since the
-// request demand is refetched; a dirty copy takes only the bytes others
-// changed, through its twin (safe fetch), so local writes survive.
 Status Node::OnPageReply(NodeId from, PageReply& m) {
-  auto it = pages_.find(m.page);
+  return InstallPage(from, m.page, m.version, m.data);
+}
+
+Status Node::OnPageRead(NodeId home, PageId p, const VectorTime& version,
+                        std::span<const uint8_t> data) {
+  if (!ReadsRemotely(config_.mode))
+    return Status::InvalidArgument("remote read completion in a mode without remote reads");
+  if (version.size() != nodes()) return Status::Malformed("remote read of the wrong version size");
+  return InstallPage(home, p, version, data);
+}
+
+// The home's copy arrived (a PageReply, or rf: a remote read). A copy older
+// than what notices applied since the request demand is fetched again; a
+// dirty copy takes only the bytes others changed, through its twin (safe
+// fetch), so local writes survive.
+Status Node::InstallPage(NodeId from, PageId p, const VectorTime& version,
+                         std::span<const uint8_t> data) {
+  auto it = pages_.find(p);
   if (it == pages_.end() || !it->second->fetching || it->second->home != from)
     return Status::InvalidArgument("page reply nobody asked for");
   Page& pg = *it->second;
   const size_t page_size = config_.geometry.page_size;
-  if (m.data.size() != page_size) return Status::Malformed("page reply of the wrong size");
+  if (data.size() != page_size) return Status::Malformed("page reply of the wrong size");
   pg.fetching = false;
-  if (!m.version.Covers(pg.need) && config_.TEST_bug != PlantedBug::kNoVersionWait) {
+  if (!version.Covers(pg.need) && config_.TEST_bug != PlantedBug::kNoVersionWait) {
     stats_.fetch_retries++;
-    RequestPage(m.page, pg);
+    RequestPage(p, pg);
     return Status::Ok();
   }
-  std::span<uint8_t> frame = host_->Frame(m.page);
+  std::span<uint8_t> frame = host_->Frame(p);
   if (pg.state == Page::State::kWrite && config_.TEST_bug != PlantedBug::kUnsafeFetch) {
     std::vector<diff::Run> runs;
-    diff::FindRuns(m.data, {pg.twin.get(), page_size}, &runs);
+    diff::FindRuns(data, {pg.twin.get(), page_size}, &runs);
     for (const diff::Run& r : runs) {
-      std::memcpy(frame.data() + r.offset, m.data.data() + r.offset, r.length);
-      std::memcpy(pg.twin.get() + r.offset, m.data.data() + r.offset, r.length);
+      std::memcpy(frame.data() + r.offset, data.data() + r.offset, r.length);
+      std::memcpy(pg.twin.get() + r.offset, data.data() + r.offset, r.length);
     }
     stats_.safe_fetches++;
   } else {
-    std::memcpy(frame.data(), m.data.data(), page_size);
+    std::memcpy(frame.data(), data.data(), page_size);
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
   }
   pg.stale = false;
-  SyncProtection(m.page, pg);
+  SyncProtection(p, pg);
   WakeAll(&pg.waiters);
   return Status::Ok();
 }
@@ -224,10 +270,11 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
   const NodeId home = directory_.Claim(m.page, from);
   Send(from, HomeReply{m.page, home});
-  if (home == config_.self) {
+  if (home == config_.self && !ReadsRemotely(config_.mode)) {
     // The claimant faulted on a page homed here and would fetch it next:
     // our copy follows the reply at once (a fetch that asks for no version;
-    // the claimant refetches if its notices demand a newer one).
+    // the claimant refetches if its notices demand a newer one). From rf on
+    // the claimant reads it itself, with no handler here.
     if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
     Page& pg = PageEntry(m.page);
     pg.pending.push_back({from, VectorTime(nodes())});
@@ -246,7 +293,7 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     return Status::InvalidArgument("home reply contradicts the page's known home");
   pg.claiming = false;
   pg.home = m.home;
-  if (m.home == from) {
+  if (m.home == from && !ReadsRemotely(config_.mode)) {
     // The manager is the home: its copy follows this reply (OnHomeClaim).
     pg.fetching = true;
     stats_.fetches++;

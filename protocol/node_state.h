@@ -23,16 +23,15 @@ namespace svm {
 struct Node::Page {
   enum class State : uint8_t { kInvalid, kRead, kWrite };
 
-  explicit Page(size_t nodes) : need(nodes), version(nodes) {}
+  explicit Page(size_t nodes) : need(nodes) {}
 
   NodeId home = kNoNode;
   State state = State::kInvalid;
   Prot prot = Prot::kNone;
   bool stale = false;      // kWrite copy outdated by a notice: safe fetch due
-  bool fetching = false;   // a FetchRequest is out
+  bool fetching = false;   // a FetchRequest (rf: a ReadPage) is out
   bool claiming = false;   // a HomeClaim is out
   VectorTime need;         // version a copy must have (from applied notices)
-  VectorTime version;      // at the home: diffs applied so far (flush timestamp)
   std::unique_ptr<uint8_t[]> twin;
   std::vector<ThreadId> waiters;  // local threads blocked on this page
 
@@ -51,12 +50,17 @@ struct Node::Page {
 //  2. have_token && !held implies no waiters and no remote_next: an idle
 //     token is handed on at once.
 //  3. requested implies !have_token.
+//  4. grant implies requested: the grant arrived, its notices have not.
+//  5. nil (AtNic): have_token means this node holds the NIC lock; it never
+//     idles here (a release without a local waiter unlocks at the NIC).
 struct Node::Lock {
   bool have_token = false;
   bool held = false;
   ThreadId holder = 0;
   bool requested = false;
   VectorTime timestamp;  // view of the last releaser
+  std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
+  uint32_t local_run = 0;           // nil: local hand-offs since the NIC grant
 
   struct Waiter {
     ThreadId thread;

@@ -29,8 +29,8 @@ const char* ToString(HandlerKind k) {
 //   directory  HomeClaim (manager assigns a home), HomeReply
 //   runtime    thread spawn/join/detach and remote frees (libsvm's)
 // No message type maps to kNotice: notices arrive inside lock grants and
-// barrier releases; a Node that wants notice work counted apart counts it
-// itself.
+// barrier releases (base) or are deposited by remote WRITE (dw and later,
+// counted as notices_taken, with no handler).
 // REQUIRES: IsValid(t); an invalid type counts as kFetch in release builds.
 HandlerKind HandlerKindOf(MessageType t) {
   switch (t) {

@@ -18,11 +18,11 @@ HandlerKind HandlerKindOf(MessageType t);
 struct NodeStats {
   uint64_t read_faults = 0;
   uint64_t write_faults = 0;
-  uint64_t fetches = 0;         // page requests sent
+  uint64_t fetches = 0;         // page requests sent (rf: remote reads included)
   uint64_t fetch_retries = 0;   // replies too old for what was needed by then
   uint64_t safe_fetches = 0;    // fetches merged into a dirty page via its twin
   uint64_t twins = 0;
-  uint64_t diffs = 0;           // diffs sent
+  uint64_t diffs = 0;           // diffs sent (dd: direct diffs included)
   uint64_t diff_bytes = 0;      // changed bytes sent in diffs
   uint64_t diff_runs = 0;
   uint64_t diffs_applied = 0;   // at this node, as a home
@@ -32,6 +32,12 @@ struct NodeStats {
   uint64_t remote_acquires = 0;
   uint64_t barriers = 0;        // barrier episodes this node took part in
   uint64_t protections = 0;     // Host::Protect calls
+  uint64_t remote_reads = 0;    // rf: fetches done as Host::ReadPage
+  uint64_t direct_diffs = 0;    // dd: diffs done as Host::WriteDiff
+  uint64_t notices_deposited = 0;  // dw: own notices deposited at the peers
+  uint64_t notices_taken = 0;      // dw: peers' notices taken from deposits
+  uint64_t nic_locks = 0;       // nil: Host::NicLock calls
+  uint64_t polls = 0;           // Node::Poll calls
   std::array<uint64_t, kMessageTypeCount + 1> messages_sent{};  // by MessageType
   std::array<uint64_t, kMessageTypeCount + 1> bytes_sent{};
   std::array<uint64_t, kHandlerKindCount> handler{};            // by HandlerKind

@@ -33,7 +33,24 @@ enum class Access : uint8_t { kRead, kWrite };
 // Protection of a page in the application's view.
 enum class Prot : uint8_t { kNone, kRead, kReadWrite };
 
+// Protocol mode (DESIGN.md, "Modes"), cumulative: each moves one more kind of
+// work from the home's handler onto the NIC's one-sided operations.
+//   base: everything by messages served by the handler;
+//   dw:   write notices deposited eagerly (remote WRITE), grants carry only
+//         timestamps;
+//   rf:   + pages fetched by remote READ of version and page, retried if stale;
+//   dd:   + diffs written straight into the home frame, version set remotely;
+//   nil:  + locks held at the NIC (lock word carries the timestamp).
+enum class Mode : uint8_t { kBase, kDw, kRf, kDd, kNil };
+inline constexpr bool DepositsNotices(Mode m) { return m >= Mode::kDw; }
+inline constexpr bool ReadsRemotely(Mode m) { return m >= Mode::kRf; }
+inline constexpr bool DiffsDirectly(Mode m) { return m >= Mode::kDd; }
+inline constexpr bool LocksAtNic(Mode m) { return m >= Mode::kNil; }
+// Parses "base", "dw", "rf", "dd", "nil"; false if s is none of them.
+bool ParseMode(const char* s, Mode* out);
+
 const char* ToString(Access a);
 const char* ToString(Prot p);
+const char* ToString(Mode m);
 
 }  // namespace svm

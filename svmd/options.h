@@ -34,11 +34,7 @@ inline constexpr bool kHaveVerbs = false;
 #endif
 
 inline constexpr Choice kModes[] = {
-    {"base", true, ""},
-    {"dw", false, "not implemented yet"},
-    {"rf", false, "not implemented yet"},
-    {"dd", false, "not implemented yet"},
-    {"nil", false, "not implemented yet"},
+    {"base", true, ""}, {"dw", true, ""}, {"rf", true, ""}, {"dd", true, ""}, {"nil", true, ""},
 };
 inline constexpr Choice kFaults[] = {
     {"uffd", true, ""}, {"uffd-thread", true, ""}, {"mprotect", true, ""}};
@@ -53,7 +49,7 @@ inline constexpr Choice kLogLevels[] = {{"trace", true, ""}, {"debug", true, ""}
                                         {"warn", true, ""},  {"error", true, ""}, {"off", true, ""}};
 
 // Ok if value names an available choice; otherwise an error such as
-// "--mode dw is not implemented yet; valid choices: base".
+// "--transport verbs is not built into this svmrun; valid choices: tcp".
 Status CheckChoice(std::span<const Choice> table, const std::string& flag, const std::string& value);
 
 // "4096", "64K", "1M", "2G", "0x200000000000" -> bytes.

@@ -21,7 +21,7 @@ class Cluster;
 
 class TestHost : public Host {
  public:
-  TestHost(Cluster* c, NodeId self) : cluster_(c), self_(self) {}
+  TestHost(Cluster* c, NodeId self, NodeId nodes) : cluster_(c), self_(self), nodes_(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override {
     auto& f = frames_[p];
@@ -30,6 +30,22 @@ class TestHost : public Host {
   }
   void Protect(PageId p, Prot prot) override { prot_[p] = prot; }
   void Wake(ThreadId t) override { woken.insert(t); }
+  std::span<IntervalId> Versions(PageId p) override {
+    auto& v = versions_[p];
+    if (v.empty()) v.resize(nodes_);
+    return v;
+  }
+  // The cluster runs base mode: no one-sided operation may be posted.
+  void ReadPage(NodeId, PageId) override { ADD_FAILURE() << "ReadPage in base mode"; }
+  void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
+    ADD_FAILURE() << "WriteDiff in base mode";
+  }
+  void DepositNotice(const WriteNotice&) override { ADD_FAILURE() << "DepositNotice in base mode"; }
+  void TakeNotices(std::vector<WriteNotice>*) override { ADD_FAILURE() << "TakeNotices in base mode"; }
+  void NicLock(NodeId, LockId) override { ADD_FAILURE() << "NicLock in base mode"; }
+  void NicUnlock(NodeId, LockId, const VectorTime&) override {
+    ADD_FAILURE() << "NicUnlock in base mode";
+  }
 
   Prot prot(PageId p) const {
     auto it = prot_.find(p);
@@ -40,14 +56,16 @@ class TestHost : public Host {
  private:
   Cluster* cluster_;
   NodeId self_;
+  NodeId nodes_;
   std::map<PageId, std::vector<uint8_t>> frames_;
   std::map<PageId, Prot> prot_;
+  std::map<PageId, std::vector<IntervalId>> versions_;
 };
 
 class Cluster {
  public:
   Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic) {
-    for (NodeId i = 0; i < n; ++i) hosts_.push_back(std::make_unique<TestHost>(this, i));
+    for (NodeId i = 0; i < n; ++i) hosts_.push_back(std::make_unique<TestHost>(this, i, n));
     for (NodeId i = 0; i < n; ++i) {
       NodeConfig c;
       c.self = i;

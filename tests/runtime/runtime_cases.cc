@@ -9,14 +9,20 @@
 //
 // A case is a program with arguments and the exact lines it must print (in
 // any order: lines of different nodes interleave), run at every point of its
-// matrix: nodes x threads-per-node x fault backend. Runtime cases (suite
-// "runtime") run on the default backend (uffd); litmus cases on all three.
-// Each point is named "suite/case/nNtT/fault"; -f keeps the points whose
-// name contains FILTER (several -f: any of them), -l lists them.
+// matrix: nodes x threads-per-node x fault backend x protocol mode. Runtime
+// cases (suite "runtime") run on the default backend (uffd) in mode base,
+// and at 2 nodes x 2 threads in rf and nil (suites "runtime-rf",
+// "runtime-nil"; --full: every mode, nodes and threads);
+// litmus cases on all three backends in base (suite "litmus"), and again in
+// each other mode (suites "litmus-dw", "litmus-rf", "litmus-dd",
+// "litmus-nil"). Each point is named "suite/case/nNtT/fault"; -f keeps the
+// points whose name contains FILTER (several -f: any of them), -l lists them.
 //
 // The reduced matrix (default; --full lifts it): the few cases that are
 // slow by construction (10^5 lock acquisitions, an 8 GiB region) run on
-// fewer points; see kReduced below.
+// fewer points (Case::reduced), and not in the other modes; the other modes
+// run every other litmus case at 2 and 4 nodes x 2 threads on uffd, and rf
+// and nil also at 2 nodes x 2 threads on mprotect and uffd-thread (Matrix).
 //
 // Exit status: 0 when nothing failed and something passed, 77 when every
 // selected point was skipped (ctest's SKIP_RETURN_CODE), 1 on a failure,
@@ -53,6 +59,7 @@ struct Point {
   int nodes = 1;
   int tpn = 1;
   svm::prim::Backend fault = svm::prim::Backend::kUffd;
+  std::string mode = "base";
   int workers() const { return nodes * tpn; }
 };
 
@@ -235,7 +242,8 @@ std::vector<Case> Cases() {
 const char* SuiteName(Suite s) { return s == Suite::kRuntime ? "runtime" : "litmus"; }
 
 std::string PointName(const Case& c, const Point& p) {
-  return std::string(SuiteName(c.suite)) + "/" + c.name + "/n" + Str(p.nodes) + "t" + Str(p.tpn) + "/" +
+  const std::string suite = std::string(SuiteName(c.suite)) + (p.mode == "base" ? "" : "-" + p.mode);
+  return suite + "/" + c.name + "/n" + Str(p.nodes) + "t" + Str(p.tpn) + "/" +
          svm::prim::ToString(p.fault);
 }
 
@@ -250,6 +258,33 @@ std::vector<Point> Matrix(const Case& c, bool full) {
         if (!full && c.reduced && !c.reduced(p)) continue;
         out.push_back(p);
       }
+  if (c.suite == Suite::kRuntime) {
+    // The runtime's own machinery (threads, exit, globals' frames, stdio)
+    // under the one-sided modes: rf and nil at 2 nodes x 2 threads.
+    for (const char* mode : {"dw", "rf", "dd", "nil"}) {
+      if (full) {
+        for (int n : {1, 2, 4})
+          for (int t : {1, 2}) out.push_back(Point{n, t, svm::prim::Backend::kUffd, mode});
+      } else if (std::string(mode) == "rf" || std::string(mode) == "nil") {
+        out.push_back(Point{2, 2, svm::prim::Backend::kUffd, mode});
+      }
+    }
+    return out;
+  }
+  for (const char* mode : {"dw", "rf", "dd", "nil"}) {
+    if (full) {
+      for (svm::prim::Backend f : faults)
+        for (int n : {1, 2, 4})
+          for (int t : {1, 2}) out.push_back(Point{n, t, f, mode});
+      continue;
+    }
+    if (c.reduced || c.reserve_gib_per_node) continue;  // slow by construction
+    for (int n : {2, 4}) out.push_back(Point{n, 2, svm::prim::Backend::kUffd, mode});
+    if (std::string(mode) == "rf" || std::string(mode) == "nil") {
+      out.push_back(Point{2, 2, svm::prim::Backend::kMprotect, mode});
+      out.push_back(Point{2, 2, svm::prim::Backend::kUffdThread, mode});
+    }
+  }
   return out;
 }
 
@@ -319,7 +354,7 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
   std::vector<std::string> argv = {cfg.svmrun,          "-n",        Str(p.nodes),
                                    "-t",                Str(p.tpn), "--fault",
                                    svm::prim::ToString(p.fault), "--timeout", Str(cfg.timeout_s),
-                                   "--preload",         cfg.preload};
+                                   "--preload",         cfg.preload, "--mode", p.mode};
   for (const std::string& f : c.flags) argv.push_back(Expand(f, p, data));
   argv.push_back("--");
   argv.push_back(cfg.bin + "/" + c.program);

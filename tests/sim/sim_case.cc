@@ -82,6 +82,7 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
   if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
   if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
   if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
+  if (name == "lose-deposits-of") return ParseU32(value, &c->lose_deposits_of) ? Status::Ok() : bad();
   if (name == "scenario") {
     c->scenario = std::string(value);
     return Status::Ok();
@@ -90,6 +91,12 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
     const auto p = ParseHome(value);
     if (!p) return bad();
     c->home_policy = *p;
+    return Status::Ok();
+  }
+  if (name == "mode") {
+    Mode m;
+    if (!ParseMode(std::string(value).c_str(), &m)) return bad();
+    c->mode = m;
     return Status::Ok();
   }
   if (name == "bug") {
@@ -181,6 +188,7 @@ std::string ToFlags(const CaseConfig& c) {
         HomeFlag(c.home_policy) + " --seed " + std::to_string(c.seed);
     if (c.schedule_seed != d.schedule_seed)
       s += " --schedule-seed " + std::to_string(c.schedule_seed);
+    if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
     if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
     if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
     return "sim_replay " + s;
@@ -192,12 +200,15 @@ std::string ToFlags(const CaseConfig& c) {
     s += " --schedule-seed " + std::to_string(c.schedule_seed);
   if (c.page_size != d.page_size) s += " --page-size " + std::to_string(c.page_size);
   if (c.cyclic_block != d.cyclic_block) s += " --cyclic-block " + std::to_string(c.cyclic_block);
+  if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
   if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
   if (c.ops != d.ops) s += " --ops " + std::to_string(c.ops);
   if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
   for (const Pair& p : c.delayed) {
     s += " --delay " + std::to_string(p.from) + ":" + std::to_string(p.to);
   }
+  if (c.lose_deposits_of != d.lose_deposits_of)
+    s += " --lose-deposits-of " + std::to_string(c.lose_deposits_of);
   return "sim_replay " + s;
 }
 
@@ -207,6 +218,7 @@ std::string ToEnv(const CaseConfig& c) {
       " SVM_SIM_PAGES=" + std::to_string(c.pages) + " SVM_SIM_HOME=" + HomeFlag(c.home_policy) +
       " SVM_SIM_SEED=" + std::to_string(c.seed);
   if (c.schedule_seed) s += " SVM_SIM_SCHEDULE_SEED=" + std::to_string(c.schedule_seed);
+  if (c.mode != Mode::kBase) s += std::string(" SVM_SIM_MODE=") + ToString(c.mode);
   if (c.planted_bug != PlantedBug::kNone)
     s += std::string(" SVM_SIM_BUG=") + BugFlag(c.planted_bug);
   if (c.ops) s += " SVM_SIM_OPS=" + std::to_string(c.ops);
@@ -246,6 +258,7 @@ bool ConfigFromEnv(CaseConfig* c, Status* error) {
                                           {"SVM_SIM_SEED", "seed"},
                                           {"SVM_SIM_SCHEDULE_SEED", "schedule-seed"},
                                           {"SVM_SIM_HOME", "home"},
+                                          {"SVM_SIM_MODE", "mode"},
                                           {"SVM_SIM_BUG", "bug"},
                                           {"SVM_SIM_OPS", "ops"},
                                           {"SVM_SIM_MAX_STEPS", "max-steps"},
@@ -297,7 +310,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (16 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (22 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -315,6 +328,12 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->remote_acquires += b.remote_acquires;
   a->barriers += b.barriers;
   a->protections += b.protections;
+  a->remote_reads += b.remote_reads;
+  a->direct_diffs += b.direct_diffs;
+  a->notices_deposited += b.notices_deposited;
+  a->notices_taken += b.notices_taken;
+  a->nic_locks += b.nic_locks;
+  a->polls += b.polls;
   for (size_t i = 0; i < a->messages_sent.size(); ++i) a->messages_sent[i] += b.messages_sent[i];
   for (size_t i = 0; i < a->bytes_sent.size(); ++i) a->bytes_sent[i] += b.bytes_sent[i];
   for (size_t i = 0; i < a->handler.size(); ++i) a->handler[i] += b.handler[i];

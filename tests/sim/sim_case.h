@@ -37,9 +37,13 @@ struct CaseConfig {
   HomePolicy home_policy = HomePolicy::kCyclic;
   uint32_t cyclic_block = 1;
   PlantedBug planted_bug = PlantedBug::kNone;
+  Mode mode = Mode::kBase;
   uint32_t ops = 0;           // program size (GenOptions::ops); 0: default
   uint64_t max_steps = 0;     // 0: derived from the program size
   std::vector<Pair> delayed;  // pairs delivered only when nothing else can run
+  // A faulty NIC for the checker's own tests: this node's deposits are lost,
+  // so peers wait for notices that never come (a deadlock, never a loop).
+  NodeId lose_deposits_of = kNoNode;
   // A hand-written program (sim_scenarios.h) instead of a generated one; it
   // sets nodes, threads, pages and delayed itself.
   std::string scenario;
@@ -60,7 +64,7 @@ std::string ToEnv(const CaseConfig& c);
 // Unknown flags or bad values give an error naming them.
 Status ParseFlags(const std::vector<std::string>& args, CaseConfig* c);
 // Reads SVM_SIM_NODES, _THREADS, _PAGES, _PAGE_SIZE, _SEED, _SCHEDULE_SEED,
-// _HOME, _BUG, _OPS, _MAX_STEPS into *c. Returns false if SVM_SIM_SEED is unset.
+// _HOME, _MODE, _BUG, _OPS, _MAX_STEPS into *c. Returns false if SVM_SIM_SEED is unset.
 bool ConfigFromEnv(CaseConfig* c, Status* error);
 
 std::optional<PlantedBug> ParsePlantedBug(std::string_view s);
@@ -98,12 +102,16 @@ struct ProbeRecord {
   std::vector<NodeStats> stats;  // by node
 };
 
+// A delivered message, or (kind != kMessage) a one-sided operation or its
+// completion.
 struct DeliveryRecord {
   uint64_t step = 0;
   NodeId from = 0;
   NodeId to = 0;
-  MessageType type = MessageType::kFetchRequest;
-  PageId page = 0;  // FetchRequest, PageReply, DiffMessage, HomeClaim, HomeReply
+  EventKind kind = EventKind::kMessage;
+  MessageType type = MessageType::kFetchRequest;  // messages only
+  PageId page = 0;  // FetchRequest, PageReply, DiffMessage, HomeClaim, HomeReply; reads, diffs
+  LockId lock = 0;  // NIC lock operations
   size_t bytes = 0;
   size_t notices = 0;       // LockGrant, BarrierArrive, BarrierRelease: write notices
   size_t notice_pages = 0;  // pages named by those notices
@@ -115,6 +123,8 @@ struct CaseResult {
   std::string message;  // on failure: parameters, what, where, recent events
   uint64_t steps = 0;
   uint64_t messages = 0;        // delivered
+  uint64_t nic_ops = 0;         // one-sided operations and completions delivered
+  uint64_t polls = 0;
   uint64_t reads_checked = 0;   // data reads compared with the shadow
   uint64_t spurious_wakes = 0;  // Wake of a thread that was not blocked
   uint64_t notices_held = 0;    // intervals left in the nodes' bins at the end

@@ -118,6 +118,24 @@ TEST(World, ReportsDeadlockWithSeed) {
   EXPECT_NE(r.message.find("n1.t0 op 0 Await(42): awaiting"), std::string::npos) << r.message;
 }
 
+// dw and later: a node that waits for deposits that never come can only be
+// polled, and a poll with nothing new is no progress: the run ends as a
+// deadlock naming the waiting nodes, long before the step limit.
+TEST(World, ReportsNodesStuckWaitingForDeposits) {
+  for (Mode mode : {Mode::kDw, Mode::kNil}) {
+    CaseConfig c = Config(3, 2, 4, 8);
+    c.mode = mode;
+    c.lose_deposits_of = 1;
+    const CaseResult r = RunCase(c);
+    EXPECT_EQ(r.failure, Failure::kDeadlock) << r.message;
+    EXPECT_NE(r.message.find("waiting for deposits or diffs:"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("--lose-deposits-of 1"), std::string::npos) << r.message;
+    EXPECT_LT(r.steps, 20000u);
+    c.lose_deposits_of = kNoNode;
+    EXPECT_TRUE(RunCase(c).ok);
+  }
+}
+
 TEST(World, RejectsAnInvalidProgram) {
   ProgramBuilder b(2, 1, 1);
   b.Acquire(b.G(0, 0), 5);  // never released

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "protocol/diff.h"
+
 namespace svm::sim {
 
 SimHost::SimHost(NodeId self, uint32_t threads, uint64_t pages, uint64_t page_size,
@@ -13,7 +15,9 @@ SimHost::SimHost(NodeId self, uint32_t threads, uint64_t pages, uint64_t page_si
       network_(network),
       listener_(listener),
       frames_(pages),
-      prot_(pages, Prot::kNone) {}
+      versions_(pages),
+      prot_(pages, Prot::kNone),
+      deposits_(network->nodes()) {}
 
 void SimHost::ContractError(const std::string& what) {
   if (contract_error_.empty()) {
@@ -59,5 +63,135 @@ void SimHost::Wake(ThreadId t) {
   }
   listener_->OnWake(self_, t);
 }
+
+std::span<IntervalId> SimHost::Versions(PageId p) {
+  if (p >= pages_) {
+    ContractError("Versions(" + std::to_string(p) + ") beyond " + std::to_string(pages_) +
+                  " pages");
+    scratch_versions_.assign(network_->nodes(), 0);
+    return scratch_versions_;
+  }
+  if (versions_[p].empty()) versions_[p].assign(network_->nodes(), 0);
+  return versions_[p];
+}
+
+bool SimHost::CheckPeer(const char* op, NodeId to, bool self_ok) {
+  if (to < network_->nodes() && (self_ok || to != self_)) return true;
+  ContractError(std::string(op) + " to node " + std::to_string(to));
+  return false;
+}
+
+void SimHost::ReadPage(NodeId home, PageId p) {
+  if (!CheckPeer("ReadPage", home, false)) return;
+  if (p >= pages_) return ContractError("ReadPage of page " + std::to_string(p));
+  Event e;
+  e.kind = EventKind::kRead;
+  e.page = p;
+  e.slow = completing_read_;
+  network_->Post(self_, home, std::move(e));
+}
+
+void SimHost::WriteDiff(NodeId home, PageId p, IntervalId interval,
+                        std::span<const uint8_t> runs) {
+  if (!CheckPeer("WriteDiff", home, false)) return;
+  if (p >= pages_) return ContractError("WriteDiff to page " + std::to_string(p));
+  Event e;
+  e.kind = EventKind::kWriteDiff;
+  e.page = p;
+  e.interval = interval;
+  e.bytes.assign(runs.begin(), runs.end());
+  network_->Post(self_, home, std::move(e));
+}
+
+void SimHost::DepositNotice(const WriteNotice& notice) {
+  if (notice.node != self_) return ContractError("DepositNotice of another node's notice");
+  if (lose_deposits_) return;
+  for (NodeId to = 0; to < network_->nodes(); ++to) {
+    if (to == self_) continue;
+    Event e;
+    e.kind = EventKind::kDeposit;
+    e.notice = notice;
+    network_->Post(self_, to, std::move(e));
+  }
+}
+
+void SimHost::TakeNotices(std::vector<WriteNotice>* out) {
+  for (std::vector<WriteNotice>& from : deposits_) {
+    for (WriteNotice& n : from) out->push_back(std::move(n));
+    from.clear();
+  }
+}
+
+void SimHost::NicLock(NodeId home, LockId l) {
+  if (!CheckPeer("NicLock", home, true)) return;
+  Event e;
+  e.kind = EventKind::kLock;
+  e.lock = l;
+  network_->Post(self_, home, std::move(e));
+}
+
+void SimHost::NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) {
+  if (!CheckPeer("NicUnlock", home, true)) return;
+  if (timestamp.size() != network_->nodes()) return ContractError("NicUnlock timestamp size");
+  Event e;
+  e.kind = EventKind::kUnlock;
+  e.lock = l;
+  e.time = timestamp;
+  network_->Post(self_, home, std::move(e));
+}
+
+void SimHost::ServeRead(PageId p, Event* done) {
+  done->kind = EventKind::kReadDone;
+  done->page = p;
+  done->time = VectorTime(std::vector<IntervalId>(Versions(p).begin(), Versions(p).end()));
+  const std::span<uint8_t> frame = Frame(p);
+  done->bytes.assign(frame.begin(), frame.end());
+}
+
+bool SimHost::ServeWriteDiff(NodeId writer, const Event& e) {
+  const Status s = diff::Apply(e.bytes, Frame(e.page));
+  if (!s.ok()) {
+    ContractError("direct diff from node " + std::to_string(writer) + ": " + s.ToString());
+    return false;
+  }
+  Versions(e.page)[writer] = e.interval;
+  return true;
+}
+
+void SimHost::ServeDeposit(NodeId writer, WriteNotice notice) {
+  deposits_[writer].push_back(std::move(notice));
+}
+
+std::optional<VectorTime> SimHost::ServeLock(NodeId requester, LockId l) {
+  NicLockWord& w = nic_locks_[l];
+  if (w.timestamp.size() == 0) w.timestamp = VectorTime(network_->nodes());
+  if (w.held) {
+    w.waiters.push_back(requester);
+    return std::nullopt;
+  }
+  w.held = true;
+  w.holder = requester;
+  return w.timestamp;
+}
+
+std::optional<NodeId> SimHost::ServeUnlock(NodeId releaser, LockId l, VectorTime timestamp) {
+  auto it = nic_locks_.find(l);
+  if (it == nic_locks_.end() || !it->second.held || it->second.holder != releaser) {
+    ContractError("NicUnlock of lock " + std::to_string(l) + " by node " +
+                  std::to_string(releaser) + ", which does not hold it");
+    return std::nullopt;
+  }
+  NicLockWord& w = it->second;
+  w.timestamp = std::move(timestamp);
+  if (w.waiters.empty()) {
+    w.held = false;
+    return std::nullopt;
+  }
+  w.holder = w.waiters.front();
+  w.waiters.pop_front();
+  return w.holder;
+}
+
+const VectorTime& SimHost::NicLockTimestamp(LockId l) const { return nic_locks_.at(l).timestamp; }
 
 }  // namespace svm::sim

@@ -9,20 +9,36 @@ namespace {
 constexpr size_t kNoSlot = SIZE_MAX;
 }
 
+const char* ToString(EventKind k) {
+  switch (k) {
+    case EventKind::kMessage: return "message";
+    case EventKind::kRead: return "read";
+    case EventKind::kReadDone: return "read-done";
+    case EventKind::kWriteDiff: return "write-diff";
+    case EventKind::kDeposit: return "deposit";
+    case EventKind::kLock: return "lock";
+    case EventKind::kLockDone: return "lock-done";
+    case EventKind::kUnlock: return "unlock";
+  }
+  return "?";
+}
+
 SimNetwork::SimNetwork(NodeId nodes)
     : nodes_(nodes),
       queues_(static_cast<size_t>(nodes) * nodes),
       is_delayed_(static_cast<size_t>(nodes) * nodes, 0),
+      listed_delayed_(static_cast<size_t>(nodes) * nodes, 0),
       slot_(static_cast<size_t>(nodes) * nodes, kNoSlot) {}
 
 void SimNetwork::Link(size_t i) {
-  std::vector<size_t>& list = is_delayed_[i] ? delayed_ : ready_;
+  listed_delayed_[i] = HeldBack(i) ? 1 : 0;
+  std::vector<size_t>& list = listed_delayed_[i] ? delayed_ : ready_;
   slot_[i] = list.size();
   list.push_back(i);
 }
 
 void SimNetwork::Unlink(size_t i) {
-  std::vector<size_t>& list = is_delayed_[i] ? delayed_ : ready_;
+  std::vector<size_t>& list = listed_delayed_[i] ? delayed_ : ready_;
   const size_t pos = slot_[i];
   assert(pos < list.size() && list[pos] == i);
   list[pos] = list.back();
@@ -32,10 +48,17 @@ void SimNetwork::Unlink(size_t i) {
 }
 
 void SimNetwork::Send(NodeId from, NodeId to, std::vector<uint8_t> bytes) {
-  assert(from < nodes_ && to < nodes_ && from != to);
+  assert(from != to);
+  Event e;
+  e.bytes = std::move(bytes);
+  Post(from, to, std::move(e));
+}
+
+void SimNetwork::Post(NodeId from, NodeId to, Event e) {
+  assert(from < nodes_ && to < nodes_ && (from != to || e.kind != EventKind::kMessage));
   const size_t i = Index(Pair{from, to});
-  if (queues_[i].empty()) Link(i);
-  queues_[i].push_back(std::move(bytes));
+  queues_[i].push_back(std::move(e));
+  if (queues_[i].size() == 1) Link(i);
   ++in_flight_;
   ++sent_;
 }
@@ -49,14 +72,19 @@ void SimNetwork::SetDelayed(NodeId from, NodeId to, bool delayed) {
   if (linked) Link(i);
 }
 
-std::vector<uint8_t> SimNetwork::Pop(Pair p) {
+Event SimNetwork::Pop(Pair p) {
   const size_t i = Index(p);
   assert(!queues_[i].empty());
-  std::vector<uint8_t> bytes = std::move(queues_[i].front());
+  Event e = std::move(queues_[i].front());
   queues_[i].pop_front();
   --in_flight_;
-  if (queues_[i].empty()) Unlink(i);
-  return bytes;
+  // Relinked only when the pair leaves or changes list, so runs without slow
+  // events keep their schedules.
+  if (queues_[i].empty() || HeldBack(i) != static_cast<bool>(listed_delayed_[i])) {
+    Unlink(i);
+    if (!queues_[i].empty()) Link(i);
+  }
+  return e;
 }
 
 }  // namespace svm::sim

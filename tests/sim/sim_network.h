@@ -1,10 +1,15 @@
 // SimNetwork: the simulated interconnect of N nodes.
 //
-// One FIFO queue per ordered pair (from, to): messages of one pair are
-// delivered in the order sent, as the protocol assumes; which pair delivers
+// One FIFO queue per ordered pair (from, to) of events: messages for the
+// target's Node, and the one-sided operations of modes dw..nil (and their
+// completions), which the target's NIC serves. Events of one pair are
+// delivered in the order posted, as the protocol assumes; which pair delivers
 // next is the scheduler's choice. A pair may be marked delayed: the scheduler
 // then delivers it only when nothing else can happen (to build schedules such
-// as "the diff reaches the home after the fetch").
+// as "the diff reaches the home after the fetch"). A pair whose oldest event
+// is slow counts as delayed while that event waits (a remote read retried
+// because the version was too old: it backs off until something changed).
+// A node's own NIC is the pair (n, n), for one-sided operations only.
 //
 // The non-empty pairs are kept in a vector in a deterministic order (it
 // depends only on the sequence of Send and Pop calls), so a seeded choice
@@ -16,7 +21,9 @@
 #include <deque>
 #include <vector>
 
+#include "protocol/interval_log.h"
 #include "protocol/types.h"
+#include "protocol/vector_time.h"
 
 namespace svm::sim {
 
@@ -25,14 +32,39 @@ struct Pair {
   NodeId to = 0;
 };
 
+enum class EventKind : uint8_t {
+  kMessage,    // bytes: an encoded message for the target's Node
+  kRead,       // rf: READ page's version and frame at the target
+  kReadDone,   // completion: page, time = version, bytes = frame
+  kWriteDiff,  // dd: bytes = runs into page's frame, then version[from] = interval
+  kDeposit,    // dw: notice into the target's deposit area for `from`
+  kLock,       // nil: LOCK lock at the target's NIC
+  kLockDone,   // completion: lock, time = timestamp stored with it
+  kUnlock,     // nil: store time with lock, then UNLOCK
+};
+const char* ToString(EventKind k);
+
+struct Event {
+  EventKind kind = EventKind::kMessage;
+  std::vector<uint8_t> bytes;
+  PageId page = 0;
+  LockId lock = 0;
+  IntervalId interval = 0;
+  VectorTime time;
+  WriteNotice notice;
+  bool slow = false;
+};
+
 class SimNetwork {
  public:
   explicit SimNetwork(NodeId nodes);
 
   NodeId nodes() const { return nodes_; }
 
-  // REQUIRES: from, to < nodes(), from != to.
+  // A message. REQUIRES: from, to < nodes(), from != to.
   void Send(NodeId from, NodeId to, std::vector<uint8_t> bytes);
+  // Any event. REQUIRES: from, to < nodes(); from != to for a message.
+  void Post(NodeId from, NodeId to, Event e);
   void SetDelayed(NodeId from, NodeId to, bool delayed);
 
   // Non-empty pairs that are not delayed / that are delayed.
@@ -41,8 +73,8 @@ class SimNetwork {
   Pair ready(size_t i) const { return Decode(ready_[i]); }
   Pair delayed(size_t i) const { return Decode(delayed_[i]); }
 
-  // Removes and returns the oldest message of the pair. REQUIRES: non-empty.
-  std::vector<uint8_t> Pop(Pair p);
+  // Removes and returns the oldest event of the pair. REQUIRES: non-empty.
+  Event Pop(Pair p);
 
   size_t in_flight() const { return in_flight_; }
   size_t queued(Pair p) const { return queues_[Index(p)].size(); }
@@ -53,12 +85,14 @@ class SimNetwork {
   Pair Decode(size_t i) const {
     return Pair{static_cast<NodeId>(i / nodes_), static_cast<NodeId>(i % nodes_)};
   }
+  bool HeldBack(size_t i) const { return is_delayed_[i] || queues_[i].front().slow; }
   void Link(size_t i);
   void Unlink(size_t i);
 
   NodeId nodes_;
-  std::vector<std::deque<std::vector<uint8_t>>> queues_;
+  std::vector<std::deque<Event>> queues_;
   std::vector<uint8_t> is_delayed_;
+  std::vector<uint8_t> listed_delayed_;  // by pair: which list it is linked in
   // Non-empty pairs; slot_[i] is the position of pair i in its list.
   std::vector<size_t> ready_;
   std::vector<size_t> delayed_;

@@ -15,11 +15,11 @@ TEST(SimNetwork, FifoPerPair) {
   net.Send(0, 1, Msg(4));
   EXPECT_EQ(net.in_flight(), 4u);
   EXPECT_EQ(net.ready_count(), 2u);
-  EXPECT_EQ(net.Pop({0, 1}), Msg(1));
-  EXPECT_EQ(net.Pop({2, 1}), Msg(3));
+  EXPECT_EQ(net.Pop({0, 1}).bytes, Msg(1));
+  EXPECT_EQ(net.Pop({2, 1}).bytes, Msg(3));
   EXPECT_EQ(net.ready_count(), 1u);
-  EXPECT_EQ(net.Pop({0, 1}), Msg(2));
-  EXPECT_EQ(net.Pop({0, 1}), Msg(4));
+  EXPECT_EQ(net.Pop({0, 1}).bytes, Msg(2));
+  EXPECT_EQ(net.Pop({0, 1}).bytes, Msg(4));
   EXPECT_EQ(net.ready_count(), 0u);
   EXPECT_EQ(net.in_flight(), 0u);
   EXPECT_EQ(net.sent(), 4u);
@@ -38,7 +38,7 @@ TEST(SimNetwork, DelayedPairsAreListedApart) {
   net.SetDelayed(0, 2, false);
   EXPECT_EQ(net.ready_count(), 2u);
   EXPECT_EQ(net.delayed_count(), 0u);
-  EXPECT_EQ(net.Pop({0, 2}), Msg(1));
+  EXPECT_EQ(net.Pop({0, 2}).bytes, Msg(1));
   EXPECT_EQ(net.queued({0, 2}), 0u);
 }
 

@@ -5,8 +5,9 @@
 //   sim_replay ... --dump              # print the generated program
 //
 // Flags: --nodes --threads --pages --page-size --seed --schedule-seed --home
-// (cyclic|block|first-touch) --cyclic-block --bug (none|skip-invalidation|
-// no-version-wait|unsafe-fetch) --ops --max-steps --delay FROM:TO (repeatable),
+// (cyclic|block|first-touch) --cyclic-block --mode (base|dw|rf|dd|nil)
+// --bug (none|skip-invalidation|no-version-wait|unsafe-fetch) --ops
+// --max-steps --delay FROM:TO (repeatable), --lose-deposits-of NODE,
 // --scenario NAME --variant V (a hand-written program, sim_scenarios.h),
 // plus --trace (every event to stderr), --count N, --dump, --list (scenarios).
 // Exit status: 0 if every case passed, 1 if one failed, 2 on bad flags.
@@ -27,10 +28,14 @@ void PrintCounters(const svm::NodeStats& s) {
               ", safe %" PRIu64 "), twins %" PRIu64 ", diffs %" PRIu64 " (%" PRIu64
               " bytes, %" PRIu64 " runs, applied %" PRIu64 "), intervals %" PRIu64
               ", invalidations %" PRIu64 ", acquires local/remote %" PRIu64 "/%" PRIu64
-              ", barriers %" PRIu64 ", messages %" PRIu64 "\n",
+              ", barriers %" PRIu64 ", messages %" PRIu64 "\n"
+              "  remote reads %" PRIu64 ", direct diffs %" PRIu64 ", notices deposited/taken %" PRIu64
+              "/%" PRIu64 ", NIC locks %" PRIu64 ", polls %" PRIu64 "\n",
               s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.safe_fetches, s.twins,
               s.diffs, s.diff_bytes, s.diff_runs, s.diffs_applied, s.intervals, s.invalidations,
-              s.local_acquires, s.remote_acquires, s.barriers, svm::sim::TotalMessages(s));
+              s.local_acquires, s.remote_acquires, s.barriers, svm::sim::TotalMessages(s),
+              s.remote_reads, s.direct_diffs, s.notices_deposited, s.notices_taken, s.nic_locks,
+              s.polls);
 }
 
 }  // namespace
@@ -54,7 +59,7 @@ int main(int argc, char** argv) {
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: sim_replay --nodes N --threads T --pages P --home H --seed S "
-          "[--bug B] [--ops K] [--delay F:T] [--trace] [--count N] [--dump]\n"
+          "[--mode M] [--bug B] [--ops K] [--delay F:T] [--trace] [--count N] [--dump]\n"
           "       sim_replay --scenario NAME [--variant V] --seed S [--bug B] ...\n"
           "       sim_replay --list\n");
       return 0;

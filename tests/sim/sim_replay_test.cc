@@ -43,6 +43,7 @@ TEST(SimReplay, FlagsRoundTrip) {
   CaseConfig c = Config(7, 3, 5, 99, HomePolicy::kFirstTouch);
   c.schedule_seed = 12345;
   c.planted_bug = PlantedBug::kUnsafeFetch;
+  c.mode = Mode::kDd;
   c.ops = 77;
   c.cyclic_block = 2;
   c.delayed = {{0, 2}, {3, 1}};
@@ -53,6 +54,7 @@ TEST(SimReplay, FlagsRoundTrip) {
   ASSERT_TRUE(ParseFlags(args, &d).ok());
   EXPECT_EQ(ToFlags(d), ToFlags(c));
   EXPECT_EQ(d.planted_bug, PlantedBug::kUnsafeFetch);
+  EXPECT_EQ(d.mode, Mode::kDd);
   EXPECT_EQ(d.home_policy, HomePolicy::kFirstTouch);
   ASSERT_EQ(d.delayed.size(), 2u);
   EXPECT_EQ(d.delayed[1].from, 3u);
@@ -66,17 +68,35 @@ TEST(SimReplay, BadFlagsAreNamed) {
   EXPECT_FALSE(ParseFlags({"--colour", "1"}, &c).ok());
   EXPECT_FALSE(ParseFlags({"--home", "nowhere"}, &c).ok());
   EXPECT_FALSE(ParseFlags({"--bug", "bogus"}, &c).ok());
+  EXPECT_FALSE(ParseFlags({"--mode", "fast"}, &c).ok());
+}
+
+// A scenario's flags keep the mode too.
+TEST(SimReplay, ScenarioFlagsKeepTheMode) {
+  CaseConfig c;
+  c.scenario = "safe-fetch";
+  c.mode = Mode::kNil;
+  std::vector<std::string> args = Split(ToFlags(c));
+  args.erase(args.begin());
+  CaseConfig d;
+  ASSERT_TRUE(ParseFlags(args, &d).ok());
+  EXPECT_EQ(d.mode, Mode::kNil);
+  EXPECT_NE(ToEnv(c).find("SVM_SIM_MODE=nil"), std::string::npos);
 }
 
 // Same parameters, same run: steps, messages and every counter agree.
 TEST(SimReplay, SameSeedSameRun) {
-  for (uint64_t seed : {1, 2, 3}) {
-    const CaseConfig c = Config(5, 3, 6, seed, HomePolicy::kFirstTouch);
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    CaseConfig c = Config(5, 3, 6, seed, HomePolicy::kFirstTouch);
+    c.mode = static_cast<Mode>(seed - 1);  // one run per mode
+    if (seed == 3) c.delayed = {{1, 0}, {2, 4}};  // slow reads and delayed pairs
     const CaseResult a = RunCase(c);
     const CaseResult b = RunCase(c);
     ASSERT_TRUE(a.ok) << a.message;
     EXPECT_EQ(a.steps, b.steps);
     EXPECT_EQ(a.messages, b.messages);
+    EXPECT_EQ(a.nic_ops, b.nic_ops);
+    EXPECT_EQ(a.polls, b.polls);
     EXPECT_EQ(a.reads_checked, b.reads_checked);
     ASSERT_EQ(a.node_stats.size(), b.node_stats.size());
     for (size_t n = 0; n < a.node_stats.size(); ++n) {

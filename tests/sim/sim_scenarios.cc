@@ -195,7 +195,9 @@ void FetchBeforeDiff(CaseConfig* c, Scenario* s) {
   c->home_policy = HomePolicy::kCyclic;
   c->delayed = {{s->writer, s->home}};
   c->record_deliveries = true;
-  const LockId L = 0x2040;
+  // L's home (the reader) is not the page's: with NIC locks (nil) the
+  // writer's unlock would otherwise queue behind its diff on the delayed pair.
+  const LockId L = 0x2050;
   ProgramBuilder b(N, 1, P);
   const uint32_t x = b.AddVar(s->page * kPage + 100, 8, VarClass::kLocked, L);
   b.Acquire(s->writer, L);

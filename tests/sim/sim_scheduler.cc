@@ -19,18 +19,21 @@ void Scheduler::ClearRunnable(uint32_t g) {
   slot_[g] = kNoSlot;
 }
 
-Scheduler::Choice Scheduler::Next(const SimNetwork& network) {
+Scheduler::Choice Scheduler::Next(const SimNetwork& network, std::span<const NodeId> polls) {
   Choice c;
   const size_t r = runnable_.size();
   const size_t m = network.ready_count();
-  if (r + m > 0) {
-    const size_t pick = rng_() % (r + m);
+  if (r + m + polls.size() > 0) {
+    const size_t pick = rng_() % (r + m + polls.size());
     if (pick < r) {
       c.kind = Choice::Kind::kThread;
       c.thread = runnable_[pick];
-    } else {
+    } else if (pick < r + m) {
       c.kind = Choice::Kind::kDeliver;
       c.pair = network.ready(pick - r);
+    } else {
+      c.kind = Choice::Kind::kPoll;
+      c.node = polls[pick - r - m];
     }
   } else if (network.delayed_count() > 0) {
     c.kind = Choice::Kind::kDeliver;

@@ -1,9 +1,9 @@
 // Scheduler: the seeded choice of what happens next in a simulated job.
 //
-// At each step it picks uniformly among the runnable simulated threads and
-// the non-empty, non-delayed network pairs, so thread steps and message
-// deliveries interleave at random; a delayed pair is picked only when nothing
-// else can happen. The runnable set is a vector kept in a deterministic order
+// At each step it picks uniformly among the runnable simulated threads, the
+// non-empty, non-delayed network pairs and the nodes worth polling (modes
+// dw..nil), so thread steps, deliveries and polls interleave at random; a
+// delayed pair is picked only when nothing else can happen. The runnable set is a vector kept in a deterministic order
 // (it depends only on the sequence of SetRunnable/ClearRunnable calls), and
 // the only randomness is one std::mt19937_64: the same seed and the same
 // calls give the same choices. Not thread-safe.
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "tests/sim/sim_network.h"
@@ -27,13 +28,15 @@ class Scheduler {
   size_t runnable_count() const { return runnable_.size(); }
 
   struct Choice {
-    enum class Kind : uint8_t { kThread, kDeliver, kNothing };
+    enum class Kind : uint8_t { kThread, kDeliver, kPoll, kNothing };
     Kind kind = Kind::kNothing;
     uint32_t thread = 0;  // kThread
     Pair pair;            // kDeliver
+    NodeId node = 0;      // kPoll
   };
-  // kNothing: no thread is runnable and no message is in flight.
-  Choice Next(const SimNetwork& network);
+  // kNothing: no thread is runnable, no event is in flight and no node is
+  // worth polling.
+  Choice Next(const SimNetwork& network, std::span<const NodeId> polls = {});
 
  private:
   static constexpr size_t kNoSlot = SIZE_MAX;

@@ -1,8 +1,10 @@
 // The random sweep: generated data-race-free programs under random schedules,
 // over 2..16 nodes, 1..4 threads per node, 4..8 pages (of 4 KiB, one case in
 // ten of 8 KiB) and the three home policies; a quarter of the cases delay a
-// few node pairs until nothing else can run. Sharded by node count so ctest runs the shards in
-// parallel; SVM_SIM_SCALE shrinks (or grows) every shard. A failure prints the exact parameters;
+// few node pairs until nothing else can run. The big sweep runs in base mode;
+// each NIC-offload mode (dw, rf, dd, nil) has a smaller sweep of its own over
+// the same space, on other seeds. Sharded by node count so ctest runs the
+// shards in parallel; SVM_SIM_SCALE shrinks (or grows) every shard. A failure prints the exact parameters;
 // re-run one with
 //   build/tests/sim_replay <flags printed>        or
 //   SVM_SIM_SEED=... SVM_SIM_NODES=... build/tests/sim_replay_test
@@ -27,9 +29,11 @@ uint64_t Mix(uint64_t z) {
 
 // Case i of a shard: every parameter follows from (shard, i), so the list of
 // cases is fixed; threads and home policy cycle so each combination is run.
-CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, uint64_t i) {
+CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, uint64_t i,
+                     Mode mode) {
   const uint64_t h = Mix(shard_base + i);
   CaseConfig c;
+  c.mode = mode;
   c.nodes = nodes[i % nodes.size()];
   c.threads = 1 + static_cast<uint32_t>((i / nodes.size()) % 4);
   c.home_policy = static_cast<HomePolicy>((i / (4 * nodes.size())) % 3);
@@ -50,14 +54,15 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
   return c;
 }
 
-void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_base) {
+void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_base,
+           Mode mode = Mode::kBase) {
   cases = Scaled(cases);
   const auto start = std::chrono::steady_clock::now();
   uint64_t failures = 0, steps = 0, reads = 0;
   NodeStats sum;
   std::string replay;
   for (uint64_t i = 0; i < cases; ++i) {
-    const CaseConfig c = SweepCase(nodes, shard_base, i);
+    const CaseConfig c = SweepCase(nodes, shard_base, i, mode);
     const CaseResult r = RunCase(c);
     steps += r.steps;
     reads += r.reads_checked;
@@ -69,11 +74,15 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
-      "%" PRIu64 " cases in %.1f s: %" PRIu64 " steps, %" PRIu64 " reads checked; faults %" PRIu64
+      "%s: %" PRIu64 " cases in %.1f s: %" PRIu64 " steps, %" PRIu64 " reads checked; faults %" PRIu64
       ", fetches %" PRIu64 " (safe %" PRIu64 "), diffs %" PRIu64 ", acquires local/remote %" PRIu64
-      "/%" PRIu64 ", barriers %" PRIu64 ", messages %" PRIu64 "\n",
-      cases, secs, steps, reads, sum.read_faults + sum.write_faults, sum.fetches, sum.safe_fetches,
-      sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum));
+      "/%" PRIu64 ", barriers %" PRIu64 ", messages %" PRIu64 "; remote reads %" PRIu64
+      ", direct diffs %" PRIu64 ", notices deposited/taken %" PRIu64 "/%" PRIu64
+      ", NIC locks %" PRIu64 ", polls %" PRIu64 "\n",
+      ToString(mode), cases, secs, steps, reads, sum.read_faults + sum.write_faults, sum.fetches, sum.safe_fetches,
+      sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
+      sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks,
+      sum.polls);
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"
                           << replay;
 }
@@ -85,6 +94,16 @@ TEST(SimSweep, Nodes5To7) { Sweep({5, 6, 7}, 1200, 5'000'000); }
 TEST(SimSweep, Nodes8) { Sweep({8}, 1200, 8'000'000); }
 TEST(SimSweep, Nodes9To12) { Sweep({9, 10, 12}, 900, 9'000'000); }
 TEST(SimSweep, Nodes16) { Sweep({13, 16}, 900, 16'000'000); }
+
+// Per mode: 2..4 nodes, and 5..16 nodes. Shard bases differ from base's.
+TEST(SimSweepDw, Nodes2To4) { Sweep({2, 3, 4}, 1500, 102'000'000, Mode::kDw); }
+TEST(SimSweepDw, Nodes5To16) { Sweep({5, 6, 8, 12, 16}, 900, 105'000'000, Mode::kDw); }
+TEST(SimSweepRf, Nodes2To4) { Sweep({2, 3, 4}, 1500, 202'000'000, Mode::kRf); }
+TEST(SimSweepRf, Nodes5To16) { Sweep({5, 7, 8, 10, 16}, 900, 205'000'000, Mode::kRf); }
+TEST(SimSweepDd, Nodes2To4) { Sweep({2, 3, 4}, 1500, 302'000'000, Mode::kDd); }
+TEST(SimSweepDd, Nodes5To16) { Sweep({5, 6, 9, 12, 16}, 900, 305'000'000, Mode::kDd); }
+TEST(SimSweepNil, Nodes2To4) { Sweep({2, 3, 4}, 1500, 402'000'000, Mode::kNil); }
+TEST(SimSweepNil, Nodes5To16) { Sweep({5, 7, 8, 13, 16}, 900, 405'000'000, Mode::kNil); }
 
 }  // namespace
 }  // namespace svm::sim

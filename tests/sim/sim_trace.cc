@@ -7,6 +7,7 @@
 #include "protocol/messages.h"
 #include "protocol/node.h"
 #include "protocol/types.h"
+#include "tests/sim/sim_network.h"
 
 namespace svm::sim {
 
@@ -71,6 +72,17 @@ std::string TraceRing::Format(const TraceEvent& e) const {
     case Ev::kAwait:
       std::snprintf(buf, sizeof buf, "%s await %" PRIu64 "%s", thread(e.a).c_str(), e.x,
                     e.z ? " (waits)" : "");
+      break;
+    case Ev::kOneSided: {
+      const auto kind = static_cast<EventKind>(e.z);
+      const bool lock = kind == EventKind::kLock || kind == EventKind::kLockDone ||
+                        kind == EventKind::kUnlock;
+      std::snprintf(buf, sizeof buf, "nic n%u -> n%u %s (%s %" PRIu64 ")", e.a, e.b,
+                    ToString(kind), lock ? "lock" : "page", e.x);
+      break;
+    }
+    case Ev::kPoll:
+      std::snprintf(buf, sizeof buf, "poll n%u%s", e.a, e.z ? " (still waiting)" : "");
       break;
   }
   return "[" + std::to_string(e.step) + "] " + buf;

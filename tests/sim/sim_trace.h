@@ -22,6 +22,8 @@ enum class Ev : uint8_t {
   kWake,     // a = node, b = local thread
   kSignal,   // a = thread, x = flag
   kAwait,    // a = thread, x = flag, z = 1 if it must wait
+  kOneSided, // a = from, b = to, x = page or lock, z = EventKind
+  kPoll,     // a = node, z = 1 if it still needs polling afterwards
 };
 
 struct TraceEvent {

@@ -65,7 +65,8 @@ World::World(const CaseConfig& config, const Program& program)
       network_(config.nodes),
       shadow_(program),
       order_(config.threads, config.nodes * config.threads, program.vars.size()),
-      trace_(256, config.threads, config.trace) {
+      trace_(256, config.threads, config.trace),
+      poll_due_(config.nodes, 0) {
   for (const Pair& p : config.delayed) network_.SetDelayed(p.from, p.to, true);
   Geometry geometry;
   geometry.page_size = config.page_size;
@@ -74,6 +75,7 @@ World::World(const CaseConfig& config, const Program& program)
   for (NodeId n = 0; n < config.nodes; ++n) {
     hosts_.push_back(std::make_unique<SimHost>(n, config.threads, config.pages, config.page_size,
                                                &network_, this));
+    hosts_.back()->set_lose_deposits(n == config.lose_deposits_of);
   }
   for (NodeId n = 0; n < config.nodes; ++n) {
     NodeConfig nc;
@@ -83,6 +85,7 @@ World::World(const CaseConfig& config, const Program& program)
     nc.home_policy = config.home_policy;
     nc.cyclic_block = config.cyclic_block;
     nc.epoch = kEpoch;
+    nc.mode = config.mode;
     nc.TEST_bug = config.planted_bug;
     nodes_.push_back(std::make_unique<Node>(nc, hosts_[n].get()));
   }
@@ -380,14 +383,103 @@ void World::StepThread(Thread& th) {
   }
 }
 
+void World::PostLockDone(NodeId home, NodeId to, LockId l, const VectorTime& timestamp) {
+  Event done;
+  done.kind = EventKind::kLockDone;
+  done.lock = l;
+  done.time = timestamp;
+  network_.Post(home, to, std::move(done));
+}
+
+void World::DeliverOneSided(Pair p, Event& e) {
+  const bool lock = e.kind == EventKind::kLock || e.kind == EventKind::kLockDone ||
+                    e.kind == EventKind::kUnlock;
+  Record(Ev::kOneSided, p.from, p.to, lock ? e.lock : e.page, 0, static_cast<uint8_t>(e.kind));
+  if (config_.record_deliveries) {
+    DeliveryRecord d;
+    d.step = step_;
+    d.from = p.from;
+    d.to = p.to;
+    d.kind = e.kind;
+    d.page = e.page;
+    d.lock = e.lock;
+    d.bytes = e.bytes.size();
+    result_.deliveries.push_back(d);
+  }
+  ++result_.nic_ops;
+  SimHost& target = *hosts_[p.to];
+  Status s;
+  switch (e.kind) {
+    case EventKind::kRead: {
+      Event done;
+      target.ServeRead(e.page, &done);
+      network_.Post(p.to, p.from, std::move(done));
+      break;
+    }
+    case EventKind::kReadDone:
+      target.set_completing_read(true);
+      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.time, e.bytes);
+      target.set_completing_read(false);
+      break;
+    case EventKind::kWriteDiff:
+      target.ServeWriteDiff(p.from, e);
+      poll_due_[p.to] = 1;
+      break;
+    case EventKind::kDeposit:
+      target.ServeDeposit(p.from, std::move(e.notice));
+      poll_due_[p.to] = 1;
+      break;
+    case EventKind::kLock:
+      if (auto timestamp = target.ServeLock(p.from, e.lock)) {
+        PostLockDone(p.to, p.from, e.lock, *timestamp);
+      }
+      break;
+    case EventKind::kLockDone:
+      s = nodes_[p.to]->OnNicLockGranted(e.lock, e.time);
+      break;
+    case EventKind::kUnlock:
+      if (auto next = target.ServeUnlock(p.from, e.lock, std::move(e.time))) {
+        PostLockDone(p.to, *next, e.lock, target.NicLockTimestamp(e.lock));
+      }
+      break;
+    case EventKind::kMessage:
+      break;
+  }
+  if (!s.ok()) {
+    Fail(Failure::kProtocolError, "node " + std::to_string(p.to) + " rejected a " +
+                                      ToString(e.kind) + " from " + std::to_string(p.from) +
+                                      ": " + s.ToString());
+    return;
+  }
+  CheckContract();
+}
+
+void World::PollNode(NodeId n) {
+  poll_due_[n] = 0;
+  ++result_.polls;
+  nodes_[n]->Poll();
+  Record(Ev::kPoll, n, 0, 0, 0, nodes_[n]->NeedsPoll() ? 1 : 0);
+  CheckContract();
+}
+
 void World::Deliver(Pair p) {
-  std::vector<uint8_t> bytes = network_.Pop(p);
+  Event e = network_.Pop(p);
+  if (e.kind != EventKind::kMessage) {
+    DeliverOneSided(p, e);
+    return;
+  }
+  std::vector<uint8_t>& bytes = e.bytes;
   wire::Header header;
   const bool header_ok = wire::DecodeHeader(bytes, &header).ok();
   Record(Ev::kDeliver, p.from, p.to, header_ok ? static_cast<uint64_t>(header.type) : 0,
          bytes.size());
   if (config_.record_deliveries) {
-    DeliveryRecord d{step_, p.from, p.to, header.type, 0, bytes.size(), 0, 0};
+    DeliveryRecord d;
+    d.step = step_;
+    d.from = p.from;
+    d.to = p.to;
+    d.type = header.type;
+    d.bytes = bytes.size();
     Message m;
     if (wire::Decode(bytes, kEpoch, config_.nodes, &m).ok()) {
       d.page = PageOfMessage(m);
@@ -456,7 +548,16 @@ CaseResult World::Run() {
                                     " steps; threads not done:\n" + ThreadStates());
       break;
     }
-    const Scheduler::Choice next = scheduler_.Next(network_);
+    polls_.clear();
+    std::string stuck;  // nodes that wait for a poll that would find nothing
+    for (NodeId n = 0; n < config_.nodes && DepositsNotices(config_.mode); ++n) {
+      if (!nodes_[n]->NeedsPoll()) continue;
+      if (poll_due_[n])
+        polls_.push_back(n);
+      else
+        stuck += " n" + std::to_string(n);
+    }
+    const Scheduler::Choice next = scheduler_.Next(network_, polls_);
     switch (next.kind) {
       case Scheduler::Choice::Kind::kThread:
         StepThread(threads_[next.thread]);
@@ -464,9 +565,14 @@ CaseResult World::Run() {
       case Scheduler::Choice::Kind::kDeliver:
         Deliver(next.pair);
         break;
+      case Scheduler::Choice::Kind::kPoll:
+        PollNode(next.node);
+        break;
       case Scheduler::Choice::Kind::kNothing:
         Fail(Failure::kDeadlock,
-             "nothing can run and no message is in flight; threads:\n" + ThreadStates());
+             "nothing can run and no message is in flight" +
+                 (stuck.empty() ? std::string() : "; waiting for deposits or diffs:" + stuck) +
+                 "; threads:\n" + ThreadStates());
         break;
     }
     ++step_;

@@ -1,9 +1,15 @@
 // World: N protocol Nodes, their SimHosts, the SimNetwork and the simulated
 // application threads, driven by one seeded scheduler.
 //
-// At each step the Scheduler (sim_scheduler.h) picks a runnable thread or a
-// network pair to deliver from. A thread step performs (part of) its next
-// operation:
+// At each step the Scheduler (sim_scheduler.h) picks a runnable thread, a
+// network pair to deliver from, or (modes dw..nil) a node to Poll. A node is
+// worth polling when it NeedsPoll() and its NIC took a deposit or a direct
+// diff since its last poll: any other poll would find nothing new, so
+// skipping it loses no behaviour, and "only useless polls left" is a
+// deadlock, not an endless loop. A delivered event is a message for the
+// target's Node, or a one-sided operation served by the target's SimHost
+// (its completion travels back on the reverse pair to the initiator's Node).
+// A thread step performs (part of) its next operation:
 //  * a data access touches one page at a time (an access that spans two pages
 //    is two pieces); if the page's protection does not allow it, the thread
 //    calls Node::Fault, and on kDone retries at a later step (it may fault
@@ -72,6 +78,9 @@ class World final : public WakeListener {
   void StepAcquire(Thread& th, const Op& op);
   void StepBarrier(Thread& th, const Op& op);
   void Deliver(Pair p);
+  void DeliverOneSided(Pair p, Event& e);
+  void PostLockDone(NodeId home, NodeId to, LockId l, const VectorTime& timestamp);
+  void PollNode(NodeId n);
   void Advance(Thread& th);
   void Block(Thread& th);
   void SetRunnable(Thread& th);
@@ -96,6 +105,8 @@ class World final : public WakeListener {
   OrderChecker order_;
   TraceRing trace_;
   std::vector<Thread> threads_;
+  std::vector<uint8_t> poll_due_;  // by node: NIC took something since its last Poll
+  std::vector<NodeId> polls_;      // nodes worth polling at this step
   std::set<uint64_t> flags_;
   std::map<uint64_t, std::vector<uint32_t>> flag_waiters_;
   uint32_t calling_ = UINT32_MAX;  // thread inside a Node call, if any

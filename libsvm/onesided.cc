@@ -1,0 +1,311 @@
+// Runtime as the protocol's Host for modes dw, rf, dd and nil: the memory this
+// node exports to its peers' NICs, and the one-sided operations on theirs.
+//
+// An operation (OneSided) is one or more work requests posted together with
+// one wr id; only its last is signaled (completions come in posting order per
+// peer, so the last completing means all did), errors always complete. The
+// op's buffers live until then. Completions are run under mu_ by whichever
+// thread polls os_cq_: a thread waiting in WaitSlot (the faulting or
+// acquiring thread itself, usually), or the handler thread when idle.
+//
+// NIC lock numbers (nil): a claim table at each home (NicLockMap,
+// kLockClaims), claimed by remote CAS; the answers are cached in lock_nos_.
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "libsvm/nic_lock_map.h"
+#include "libsvm/runtime.h"
+#include "libsvm/runtime_state.h"
+#include "libsvm/stats.h"
+#include "protocol/coding.h"
+#include "protocol/diff.h"
+
+namespace svm::rt {
+namespace {
+
+void* MapLazily(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  spdlog::critical("{}", what);
+  _exit(70);
+}
+
+}  // namespace
+
+Status Runtime::OpenExported() {
+  const uint32_t n = opts_.nodes;
+  versions_bytes_ = geometry_.pages * n * sizeof(IntervalId);
+  versions_ = static_cast<IntervalId*>(MapLazily(versions_bytes_));
+  if (versions_ == nullptr)
+    return Status::Unsupported(fmt::format("mapping the versions table ({} bytes) failed: {}",
+                                           versions_bytes_, std::strerror(errno)));
+  if (n > 1 && DepositsNotices(opts_.mode)) {
+    NoticeRingOptions ro;
+    ro.self = opts_.node;
+    ro.nodes = n;
+    ro.ring_bytes = uint32_t(opts_.notice_ring);  // SVM_NOTICE_RING
+    ro.deposit_region = kDeposits;
+    ro.heads_region = kDepositHeads;
+    rings_ = std::make_unique<NoticeRings>(ro, nic_.get());
+    if (rings_->DepositRegion().base == nullptr || rings_->HeadsRegion().base == nullptr)
+      return Status::Unsupported("mapping the write-notice rings failed");
+  }
+  if (LocksAtNic(opts_.mode)) {
+    lock_claims_ = static_cast<uint64_t*>(MapLazily(NicLockMap().table_bytes()));
+    lock_stamps_ = static_cast<IntervalId*>(MapLazily(size_t(nic::kMaxLocks) * n * sizeof(IntervalId)));
+    if (lock_claims_ == nullptr || lock_stamps_ == nullptr)
+      return Status::Unsupported("mapping the NIC lock table failed");
+  }
+  return Status::Ok();
+}
+
+Status Runtime::ConnectNic() {
+  if (!nic_) return Status::Ok();
+  auto reg = [this](uint32_t id, void* base, size_t len) {
+    return nic_->RegisterRegion({id, base, len});
+  };
+  const Segment& heap = *segments_.front();
+  if (Status st = reg(kCounterRegion, &thread_counter_, sizeof(thread_counter_)); !st.ok()) return st;
+  if (Status st = reg(kHeapFrames, heap.region->proto(), heap.region->size()); !st.ok()) return st;
+  if (segments_.size() > 1) {
+    const Segment& g = *segments_[1];
+    if (Status st = reg(kGlobalsFrames, g.region->proto(), g.region->size()); !st.ok()) return st;
+  }
+  if (Status st = reg(kVersions, versions_, versions_bytes_); !st.ok()) return st;
+  if (rings_) {
+    if (Status st = nic_->RegisterRegion(rings_->DepositRegion()); !st.ok()) return st;
+    if (Status st = nic_->RegisterRegion(rings_->HeadsRegion()); !st.ok()) return st;
+  }
+  if (lock_claims_) {
+    if (Status st = reg(kLockClaims, lock_claims_, NicLockMap().table_bytes()); !st.ok()) return st;
+    if (Status st = reg(kLockStamps, lock_stamps_, size_t(nic::kMaxLocks) * opts_.nodes * sizeof(IntervalId));
+        !st.ok())
+      return st;
+  }
+  return nic_->Connect(peers_);
+}
+
+std::span<IntervalId> Runtime::Versions(PageId p) {
+  return {versions_ + p * opts_.nodes, opts_.nodes};
+}
+
+std::pair<uint32_t, uint64_t> Runtime::FrameAt(PageId p) {
+  Segment& s = SegmentOf(p);
+  return {&s == segments_.front().get() ? kHeapFrames : kGlobalsFrames,
+          (p - s.first) * s.region->page_size()};
+}
+
+void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs) {
+  const uint64_t id = next_wr_++;
+  for (nic::WorkRequest& wr : wrs) {
+    wr.wr_id = id;
+    wr.signaled = false;
+  }
+  wrs.back().signaled = true;
+  // The NIC takes at most kMaxOutstanding requests in flight: post in slices
+  // and wait for room (it frees slots as responses arrive, whoever polls).
+  constexpr size_t kSlice = 256;
+  for (size_t at = 0; at < wrs.size();) {
+    const size_t n = std::min(kSlice, wrs.size() - at);
+    Status st = nic_->Post(&os_cq_, wrs.subspan(at, n));
+    if (st.ok()) {
+      at += n;
+    } else if (st.code() == Status::Code::kOutOfRange) {
+      sched_yield();
+    } else {
+      NetworkFailed(fmt::format("{} to node {} failed: {}", nic::ToString(wrs[at].op), wrs[at].peer,
+                                st.ToString()));
+    }
+  }
+  os_ops_.emplace(id, std::move(op));
+}
+
+void Runtime::ReadPage(NodeId home, PageId p) {
+  auto op = std::make_unique<OneSided>();
+  op->kind = OneSided::Kind::kReadPage;
+  op->home = home;
+  op->page = p;
+  const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
+  const uint32_t page = uint32_t(Frame(p).size());
+  op->buf.resize(vbytes + page);
+  const auto [region, offset] = FrameAt(p);
+  nic::Sge v{op->buf.data(), vbytes}, d{op->buf.data() + vbytes, page};
+  nic::WorkRequest wrs[2] = {
+      nic::WorkRequest::Read(home, kVersions, p * vbytes, {&v, 1}),  // the version first
+      nic::WorkRequest::Read(home, region, offset, {&d, 1}),
+  };
+  PostOneSided(std::move(op), wrs);
+}
+
+void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
+  auto op = std::make_unique<OneSided>();
+  op->kind = OneSided::Kind::kWriteDiff;
+  op->home = home;
+  op->page = p;
+  op->interval = interval;
+  op->buf.assign(runs.begin(), runs.end());
+  const auto [region, offset] = FrameAt(p);
+  const uint64_t page = Frame(p).size();
+  std::vector<nic::WorkRequest> wrs;
+  std::vector<nic::Sge> sges;  // one per run, then the interval
+  for (size_t at = 0; at < op->buf.size();) {
+    if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
+    const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
+    const uint32_t len = coding::DecodeFixed<uint32_t>(op->buf.data() + at + 4);
+    at += diff::kRunHeaderBytes;
+    if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
+      Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
+    sges.push_back({op->buf.data() + at, len});
+    at += len;
+  }
+  sges.push_back({&op->interval, sizeof(IntervalId)});
+  size_t i = 0;
+  for (size_t at = 0; at < op->buf.size(); ++i) {
+    const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
+    wrs.push_back(nic::WorkRequest::Write(home, region, offset + off, {&sges[i], 1}));
+    at += diff::kRunHeaderBytes + sges[i].length;
+  }
+  // Then the version: whoever reads it after the page sees these runs.
+  const uint64_t vat = (p * opts_.nodes + opts_.node) * sizeof(IntervalId);
+  wrs.push_back(nic::WorkRequest::Write(home, kVersions, vat, {&sges[i], 1}));
+  PostOneSided(std::move(op), wrs);
+}
+
+void Runtime::DepositNotice(const WriteNotice& notice) {
+  if (!rings_) return;  // a job of one node
+  if (Status st = rings_->Deposit(notice); !st.ok())
+    NetworkFailed(fmt::format("depositing write notice ({}, {}): {}", notice.node, notice.interval,
+                              st.ToString()));
+}
+
+void Runtime::TakeNotices(std::vector<WriteNotice>* out) {
+  if (rings_) rings_->Take(out);
+}
+
+void Runtime::NicLock(NodeId home, LockId l) {
+  auto op = std::make_unique<OneSided>();
+  op->home = home;
+  op->lock = l;
+  if (auto it = lock_nos_.find(l); it != lock_nos_.end()) {
+    op->kind = OneSided::Kind::kLock;
+    op->no = it->second;
+    nic::WorkRequest wr = nic::WorkRequest::Lock(home, op->no);
+    PostOneSided(std::move(op), {&wr, 1});
+    return;
+  }
+  op->kind = OneSided::Kind::kLockClaim;
+  op->no = NicLockMap().Start(l).no;
+  PostLockClaim(std::move(op));
+}
+
+void Runtime::PostLockClaim(std::unique_ptr<OneSided> op) {
+  const NicLockMap::Claim c{op->lock, op->no, op->probes};
+  nic::WorkRequest wr = NicLockMap().ClaimRequest(op->home, kLockClaims, c);
+  PostOneSided(std::move(op), {&wr, 1});
+}
+
+void Runtime::NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) {
+  auto it = lock_nos_.find(l);
+  if (it == lock_nos_.end()) Die(fmt::format("NIC unlock of lock {:#x}, never locked here", l));
+  auto op = std::make_unique<OneSided>();
+  op->kind = OneSided::Kind::kUnlock;
+  op->home = home;
+  op->lock = l;
+  op->no = it->second;
+  const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
+  op->buf.resize(vbytes);
+  for (NodeId n = 0; n < opts_.nodes; ++n)
+    coding::EncodeFixed<uint32_t>(op->buf.data() + n * sizeof(IntervalId), timestamp[n]);
+  nic::Sge s{op->buf.data(), vbytes};
+  // The timestamp, then the release: the next holder reads it after its grant.
+  nic::WorkRequest wrs[2] = {
+      nic::WorkRequest::Write(home, kLockStamps, uint64_t(op->no) * vbytes, {&s, 1}),
+      nic::WorkRequest::Unlock(home, op->no),
+  };
+  PostOneSided(std::move(op), wrs);
+}
+
+void Runtime::OnOneSided(std::span<const nic::Completion> done) {
+  const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
+  for (const nic::Completion& c : done) {
+    auto it = os_ops_.find(c.wr_id);
+    if (it == os_ops_.end()) continue;  // an error after its op already failed
+    std::unique_ptr<OneSided> op = std::move(it->second);
+    os_ops_.erase(it);
+    if (c.status != nic::WcStatus::kSuccess)
+      NetworkFailed(fmt::format("{} at node {} failed: {}", nic::ToString(c.op), c.peer,
+                                nic::ToString(c.status)));
+    auto stamp = [&](const uint8_t* p) {
+      VectorTime v(opts_.nodes);
+      for (NodeId n = 0; n < opts_.nodes; ++n)
+        v[n] = coding::DecodeFixed<uint32_t>(p + n * sizeof(IntervalId));
+      return v;
+    };
+    switch (op->kind) {
+      case OneSided::Kind::kReadPage: {
+        stats::NodeCall call(node_->stats());
+        const VectorTime version = stamp(op->buf.data());
+        Status st = node_->OnPageRead(op->home, op->page, version,
+                                      {op->buf.data() + vbytes, op->buf.size() - vbytes});
+        if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
+        break;
+      }
+      case OneSided::Kind::kWriteDiff:
+      case OneSided::Kind::kUnlock:
+        break;  // done; the buffers go
+      case OneSided::Kind::kLockClaim: {
+        NicLockMap::Claim claim{op->lock, op->no, op->probes};
+        bool done = false;
+        if (Status st = NicLockMap().OnClaimed(&claim, c.value, &done); !st.ok())
+          Die(fmt::format("node {}: {}", op->home, st.message()));
+        op->no = claim.no;
+        op->probes = claim.probes;
+        if (done) {
+          lock_nos_[op->lock] = op->no;
+          op->kind = OneSided::Kind::kLock;
+          nic::WorkRequest wr = nic::WorkRequest::Lock(op->home, op->no);
+          PostOneSided(std::move(op), {&wr, 1});
+        } else {
+          PostLockClaim(std::move(op));
+        }
+        break;
+      }
+      case OneSided::Kind::kLock: {
+        // Granted: now read what the last holder left with the lock.
+        op->kind = OneSided::Kind::kReadStamp;
+        op->buf.resize(vbytes);
+        nic::Sge s{op->buf.data(), vbytes};
+        nic::WorkRequest wr = nic::WorkRequest::Read(op->home, kLockStamps, uint64_t(op->no) * vbytes, {&s, 1});
+        PostOneSided(std::move(op), {&wr, 1});
+        break;
+      }
+      case OneSided::Kind::kReadStamp: {
+        stats::NodeCall call(node_->stats());
+        Status st = node_->OnNicLockGranted(op->lock, stamp(op->buf.data()));
+        if (!st.ok()) spdlog::error("NIC lock {:#x} granted: {}", op->lock, st.ToString());
+        break;
+      }
+    }
+  }
+}
+
+void Runtime::PollOneSided() {
+  if (os_ops_.empty() && !node_->NeedsPoll()) return;
+  nic::Completion done[32];
+  while (size_t n = os_cq_.Poll(done)) OnOneSided({done, n});
+  if (node_->NeedsPoll()) {
+    stats::NodeCall call(node_->stats());
+    node_->Poll();
+  }
+}
+
+}  // namespace svm::rt

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""End-to-end: the counters prove each mode's row (DESIGN.md, "Modes").
+
+Runs stats_loop (barriers, a lock, shared writes: fetches, diffs and lock
+hand-offs across nodes) under svmrun -n 2 -t 2 --stats in each mode, checks
+the program's answer, and checks from the merged JSON's handler invocations
+by kind that the kinds a mode offloads to the NIC are exactly zero, and that
+base does have them (so zero is not the counter's default); and from the
+one-sided counters that each mode did use its NIC operations.
+
+Locks in nil: program locks are NIC locks, but the runtime's own pinned
+locks (a thread's birth and death locks, which order pthread_create and
+pthread_join) stay on the message path in every mode (protocol/node_lock.cc,
+Node::AtNic). Each thread started on another node costs exactly one request
+and one grant for each of the two, so nil's lock handler invocations must be
+exactly 4 per spawn request, and none for the program's mutex.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--svmrun", required=True)
+ap.add_argument("--preload", required=True)
+ap.add_argument("--program", required=True)
+ap.add_argument("--workdir", required=True)
+ap.add_argument("--modes", default="base,dw,rf,dd,nil")
+args = ap.parse_args()
+
+THREADS = 4
+# Handler kinds each mode must never run (cumulative, as the modes are).
+OFFLOADED = {"base": [], "dw": [], "rf": ["fetch"], "dd": ["fetch", "diff"],
+             "nil": ["fetch", "diff", "lock"]}
+failures = []
+
+
+def check(name, ok, detail=""):
+    print("%-56s %s%s" % (name, "ok" if ok else "FAILED", "" if ok else ": " + detail))
+    if not ok:
+        failures.append(name)
+    return ok
+
+
+def run(mode):
+    os.makedirs(args.workdir, exist_ok=True)
+    out = os.path.join(args.workdir, "modes_e2e_%s.json" % mode)
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [args.svmrun, "-n", "2", "-t", "2", "--mode", mode, "--timeout", "60", "--stats", out,
+           "--preload", args.preload, "--", args.program, str(THREADS)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    if not check("%s: svmrun exits 0 and the program says ok" % mode,
+                 p.returncode == 0 and p.stdout.startswith("ok"),
+                 "rc %d, stdout %r, stderr tail %r" % (p.returncode, p.stdout, p.stderr[-2000:])):
+        return None
+    if not check("%s: --stats file written" % mode, os.path.exists(out)):
+        return None
+    with open(out) as f:
+        stats = json.load(f)
+    check("%s: no missing nodes" % mode, stats["missing_nodes"] == [], str(stats["missing_nodes"]))
+    return stats["counters"]
+
+
+# One-sided counters each mode must (True) or must not (False) use.
+USES = {"remote_reads": "rf", "direct_diffs": "dd", "notices_deposited": "dw", "nic_locks": "nil"}
+ORDER = ["base", "dw", "rf", "dd", "nil"]
+
+modes = args.modes.split(",")
+counters = {m: run(m) for m in modes}
+base = counters.get("base")
+if base is not None:
+    for kind in ("fetch", "diff", "lock"):
+        check("base: handler ran for %s" % kind, base["handler"].get(kind, 0) > 0, str(base["handler"]))
+for m in modes:
+    c = counters[m]
+    if c is None:
+        continue
+    h = c["handler"]
+    for kind in OFFLOADED[m]:
+        if kind == "lock":
+            spawns = c["messages"].get("spawn-request", {}).get("count", 0)
+            check("nil: lock handlers only for runtime thread locks (4 x %d)" % spawns,
+                  spawns > 0 and h.get("lock", -1) == 4 * spawns, str(h))
+        else:
+            check("%s: no handler invocation for %s" % (m, kind), h.get(kind, -1) == 0, str(h))
+    for counter, first in USES.items():
+        want = ORDER.index(m) >= ORDER.index(first)
+        got = c.get(counter, 0)
+        check("%s: %s %s" % (m, counter, "counted" if want else "zero"), (got > 0) == want, str(got))
+
+print("modes_e2e: %d failed" % len(failures))
+sys.exit(1 if failures else 0)
