@@ -182,12 +182,18 @@ void* Pvalloc(size_t n) {
                                : alloc::BootstrapMalloc((n + 4095) & ~size_t(4095), 4096));
 }
 
+SVM_NEXT_FN(real_usable_size, size_t (*)(void*), "malloc_usable_size");
+SVM_NEXT_FN(real_create, int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*),
+            "pthread_create");
+SVM_NEXT_FN(real_join, int (*)(pthread_t, void**), "pthread_join");
+SVM_NEXT_FN(real_detach, int (*)(pthread_t), "pthread_detach");
+SVM_NEXT_FN(real_self, pthread_t (*)(), "pthread_self");
+SVM_NEXT_FN(real_pthread_exit, void (*)(void*), "pthread_exit");
+
 size_t UsableSize(void* p) {
   if (p == nullptr) return 0;
   if (InHeap(p) || alloc::IsBootstrap(p)) return (g_heap ? *g_heap : alloc::Heap::Bootstrap()).UsableSize(p);
-  using UsableFn = size_t (*)(void*);
-  static UsableFn real = NextSymbol<UsableFn>("malloc_usable_size");
-  return real(p);
+  return real_usable_size.get()(p);
 }
 
 int ThreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
@@ -197,37 +203,27 @@ int ThreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*)
     if (err == 0) *t = pthread_t(h);
     return err;
   }
-  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  static CreateFn real = NextSymbol<CreateFn>("pthread_create");
-  return real(t, attr, start, arg);
+  return real_create.get()(t, attr, start, arg);
 }
 
 int ThreadJoin(pthread_t t, void** value) {
   if (IsHandle(uint64_t(t))) return Runtime::Get()->JoinThread(uint64_t(t), value);
-  using JoinFn = int (*)(pthread_t, void**);
-  static JoinFn real = NextSymbol<JoinFn>("pthread_join");
-  return real(t, value);
+  return real_join.get()(t, value);
 }
 
 int ThreadDetach(pthread_t t) {
   if (IsHandle(uint64_t(t))) return Runtime::Get()->DetachThread(uint64_t(t));
-  using DetachFn = int (*)(pthread_t);
-  static DetachFn real = NextSymbol<DetachFn>("pthread_detach");
-  return real(t);
+  return real_detach.get()(t);
 }
 
 pthread_t ThreadSelf() {
   if (uint64_t h = Runtime::CurrentHandle()) return pthread_t(h);
-  using SelfFn = pthread_t (*)();
-  static SelfFn real = NextSymbol<SelfFn>("pthread_self");
-  return real();
+  return real_self.get()();
 }
 
 void ThreadExit(void* value) {
-  using ExitFn = void (*)(void*);
-  static ExitFn real = NextSymbol<ExitFn>("pthread_exit");
   Runtime::SetExitValue(value);
-  real(value);
+  real_pthread_exit.get()(value);
   __builtin_unreachable();
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "libsvm/entry.h"
+#include "libsvm/next_symbol.h"
 
 using namespace svm::rt;
 
@@ -54,11 +55,13 @@ int svm_nodes(void) { return NodeCount(); }
 
 #include "libsvm/sync.h"
 
-#define SVM_SYNC(ret, name, params, args, ours)                 \
-  extern "C" ret name params {                                  \
-    if (Managed()) return ours args;                            \
-    static auto real = reinterpret_cast<decltype(&::name)>(dlsym(RTLD_NEXT, #name)); \
-    return real args;                                           \
+// glibc's definitions are resolved at load (next_symbol.h): the runtime's own
+// threads (the NIC's condition variables, say) call through them.
+#define SVM_SYNC(ret, name, params, args, ours)            \
+  SVM_NEXT_FN(real_##name, ret(*) params, #name);          \
+  extern "C" ret name params {                             \
+    if (Managed()) return ours args;                       \
+    return real_##name.get() args;                         \
   }
 
 SVM_SYNC(int, pthread_mutex_init, (pthread_mutex_t* m, const pthread_mutexattr_t* a), (m, a), MutexInit)

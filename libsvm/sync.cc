@@ -141,13 +141,15 @@ bool Managed() { return Runtime::Get() && t_app && !t_in_runtime; }
 
 // ---- mutexes ----
 
+SVM_NEXT_FN(real_mutex_init, int (*)(pthread_mutex_t*, const pthread_mutexattr_t*),
+            "pthread_mutex_init");
+
 int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
   RuntimeScope scope;
   int pshared = PTHREAD_PROCESS_PRIVATE;
   if (attr && pthread_mutexattr_getpshared(attr, &pshared) == 0 && pshared == PTHREAD_PROCESS_SHARED)
     NoteProcessShared(kMutexKind, m);
-  static auto real = NextSymbol<decltype(&::pthread_mutex_init)>("pthread_mutex_init");
-  return real(m, attr);  // sets the kind in the object
+  return real_mutex_init.get()(m, attr);  // sets the kind in the object
 }
 
 int MutexLock(pthread_mutex_t* m) {

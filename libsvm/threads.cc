@@ -20,10 +20,8 @@ thread_local void* t_exit_value = nullptr;
 
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
-CreateFn RealCreate() {
-  static CreateFn fn = NextSymbol<CreateFn>("pthread_create");
-  return fn;
-}
+SVM_NEXT_FN(real_create, CreateFn, "pthread_create");
+CreateFn RealCreate() { return real_create.get(); }
 
 uint64_t MakeHandle(NodeId node, uint64_t number) {
   return kHandleTag | (uint64_t(node) << 32) | (number & 0xffffffffu);
