@@ -263,5 +263,158 @@ TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
   EXPECT_EQ(c.node(1).stats().barriers, 3u);
 }
 
+// ---- Modes dw..nil: one Node driven by hand through a host that records the
+// one-sided operations and plays the peers' NICs.
+
+class ModeHost : public Host {
+ public:
+  explicit ModeHost(NodeId nodes) : nodes_(nodes) {}
+  void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
+  std::span<uint8_t> Frame(PageId p) override {
+    auto& f = frames_[p];
+    if (f.empty()) f.resize(kPage);
+    return f;
+  }
+  void Protect(PageId p, Prot prot) override { prot_[p] = prot; }
+  void Wake(ThreadId t) override { woken.insert(t); }
+  std::span<IntervalId> Versions(PageId p) override {
+    auto& v = versions_[p];
+    if (v.empty()) v.resize(nodes_);
+    return v;
+  }
+  void ReadPage(NodeId home, PageId p) override { reads.push_back({home, p}); }
+  void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override { direct_diffs++; }
+  void DepositNotice(const WriteNotice& n) override { deposited.push_back(n); }
+  void TakeNotices(std::vector<WriteNotice>* out) override {
+    for (WriteNotice& n : inbox) out->push_back(std::move(n));
+    inbox.clear();
+  }
+  void NicLock(NodeId home, LockId l) override { nic_locks.push_back({home, l}); }
+  void NicUnlock(NodeId, LockId, const VectorTime& timestamp) override {
+    nic_unlocks.push_back(timestamp);
+  }
+
+  Prot prot(PageId p) const {
+    auto it = prot_.find(p);
+    return it == prot_.end() ? Prot::kNone : it->second;
+  }
+  std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
+  std::set<ThreadId> woken;
+  std::vector<std::pair<NodeId, PageId>> reads;
+  int direct_diffs = 0;
+  std::vector<WriteNotice> deposited;
+  std::vector<WriteNotice> inbox;  // what peers deposited, not yet taken
+  std::vector<std::pair<NodeId, LockId>> nic_locks;
+  std::vector<VectorTime> nic_unlocks;
+
+ private:
+  NodeId nodes_;
+  std::map<PageId, std::vector<uint8_t>> frames_;
+  std::map<PageId, Prot> prot_;
+  std::map<PageId, std::vector<IntervalId>> versions_;
+};
+
+NodeConfig ModeConfig(Mode mode, NodeId nodes, uint32_t threads) {
+  NodeConfig c;
+  c.geometry = Geometry{kPage, 16, nodes};
+  c.threads = threads;
+  c.mode = mode;
+  return c;
+}
+
+// dd: a grant naming a third node's interval waits until that node's notice
+// is deposited (Poll); the notice then makes the home wait for the direct
+// diff, which only a Poll that re-reads the version can see.
+TEST(NodeModeTest, GrantWaitsForDepositsAndHomeWaitsForDirectDiff) {
+  ModeHost h(3);
+  Node n(ModeConfig(Mode::kDd, 3, 1), &h);
+  const LockId l = PinnedLock(1, 9);  // message path in every mode, homed at node 1
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  ASSERT_EQ(h.sent.size(), 1u);  // the request to node 1
+  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 0, 1}), {}};
+  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
+  EXPECT_EQ(n.Acquire(0, l), Outcome::kBlocked);  // node 2's interval 1 not deposited yet
+  EXPECT_TRUE(n.NeedsPoll());
+  n.Poll();
+  EXPECT_TRUE(n.NeedsPoll());
+  h.inbox.push_back({2, 1, {0}});  // page 0 is homed here (cyclic)
+  n.Poll();
+  EXPECT_FALSE(n.NeedsPoll());
+  EXPECT_TRUE(h.woken.count(0));
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  EXPECT_EQ(n.TEST_log().known()[2], 1u);
+  EXPECT_EQ(n.stats().notices_taken, 1u);
+
+  EXPECT_EQ(n.Fault(0, 0, Access::kRead), Outcome::kBlocked);  // node 2's diff is due
+  EXPECT_TRUE(n.NeedsPoll());
+  h.woken.clear();
+  n.Poll();
+  EXPECT_TRUE(h.woken.empty());
+  h.Versions(0)[2] = 1;  // node 2's NIC wrote the diff, then the version
+  n.Poll();
+  EXPECT_FALSE(n.NeedsPoll());
+  EXPECT_TRUE(h.woken.count(0));
+  EXPECT_EQ(n.Fault(0, 0, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.prot(0), Prot::kRead);
+  EXPECT_EQ(n.stats().handler[static_cast<size_t>(HandlerKind::kDiff)], 0u);
+}
+
+// dw: a closed interval is deposited at the peers, and the grant that
+// closed it carries no notices.
+TEST(NodeModeTest, ClosedIntervalIsDepositedNotSent) {
+  ModeHost h(2);
+  NodeConfig c = ModeConfig(Mode::kDw, 2, 1);
+  c.self = 1;
+  Node n(c, &h);
+  const LockId l = PinnedLock(1, 4);  // homed here: the token is here
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);  // page 1 is homed here
+  n.Release(0, l);
+  LockRequest r{l, 0, false, VectorTime(2)};
+  ASSERT_TRUE(n.Receive(0, wire::Encode(r, 0)).ok());
+  ASSERT_EQ(h.deposited.size(), 1u);
+  EXPECT_EQ(h.deposited[0], (WriteNotice{1, 1, {1}}));
+  ASSERT_EQ(h.sent.size(), 1u);
+  Message m;
+  ASSERT_TRUE(wire::Decode(h.sent[0].second, 0, 2, &m).ok());
+  ASSERT_TRUE(std::holds_alternative<LockGrant>(m));
+  EXPECT_TRUE(std::get<LockGrant>(m).notices.empty());
+  EXPECT_EQ(std::get<LockGrant>(m).timestamp[1], 1u);
+}
+
+// nil: a NIC lock goes from thread to thread of its node without messages,
+// at most kMaxLocalHandoffs times in a row; then it goes back to the NIC
+// (remote waiters queued there get their turn) and is asked for again.
+TEST(NodeModeTest, NicLockLocalHandoffsAreBounded) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kNil, 2, 2), &h);
+  const LockId l = 0x5000;
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);
+  ASSERT_EQ(h.nic_locks.size(), 1u);  // once per node
+  ASSERT_TRUE(n.OnNicLockGranted(l, VectorTime(2)).ok());
+  ThreadId holder = 0;
+  ASSERT_TRUE(n.Holds(holder, l));
+  for (uint32_t k = 0; k < Node::kMaxLocalHandoffs; ++k) {
+    n.Release(holder, l);
+    holder = 1 - holder;
+    ASSERT_TRUE(n.Holds(holder, l)) << "hand-off " << k;
+    ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);
+  }
+  EXPECT_TRUE(h.nic_unlocks.empty());
+  n.Release(holder, l);  // over the bound: back to the NIC though a thread waits
+  EXPECT_FALSE(n.HeldLocally(l));
+  EXPECT_EQ(h.nic_unlocks.size(), 1u);
+  EXPECT_EQ(h.nic_locks.size(), 2u);
+  EXPECT_TRUE(h.sent.empty());
+  EXPECT_EQ(n.stats().local_acquires, Node::kMaxLocalHandoffs);
+  ASSERT_TRUE(n.OnNicLockGranted(l, h.nic_unlocks[0]).ok());
+  EXPECT_TRUE(n.Holds(1 - holder, l));
+  n.Release(1 - holder, l);  // nobody waits: straight back to the NIC
+  EXPECT_EQ(h.nic_unlocks.size(), 2u);
+  EXPECT_EQ(h.nic_locks.size(), 2u);
+  EXPECT_FALSE(n.OnNicLockGranted(l, VectorTime(2)).ok());  // nobody asked
+}
+
 }  // namespace
 }  // namespace svm
