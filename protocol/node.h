@@ -46,7 +46,7 @@
 //    holds the last releaser's timestamp). A node that holds one hands it to
 //    local waiters without messages, at most kMaxLocalHandoffs times in a
 //    row; otherwise a release closes the interval and unlocks at the NIC.
-//    Pinned (runtime) locks stay on the message path in every mode.
+//    The runtime's pinned locks (thread birth and death) too.
 #pragma once
 
 #include <cstdint>
