@@ -19,10 +19,11 @@ constexpr size_t kPage = 4096;
 
 class Cluster;
 
-class TestHost : public Host {
+// The memory side of a Host (frames, protection, versions, wake-ups), which
+// both test hosts below share.
+class MemoryHost : public Host {
  public:
-  TestHost(Cluster* c, NodeId self, NodeId nodes) : cluster_(c), self_(self), nodes_(nodes) {}
-  void Send(NodeId to, std::vector<uint8_t> bytes) override;
+  explicit MemoryHost(NodeId nodes) : nodes_(nodes) {}
   std::span<uint8_t> Frame(PageId p) override {
     auto& f = frames_[p];
     if (f.empty()) f.resize(kPage);
@@ -35,6 +36,24 @@ class TestHost : public Host {
     if (v.empty()) v.resize(nodes_);
     return v;
   }
+
+  Prot prot(PageId p) const {
+    auto it = prot_.find(p);
+    return it == prot_.end() ? Prot::kNone : it->second;
+  }
+  std::set<ThreadId> woken;
+
+ private:
+  NodeId nodes_;
+  std::map<PageId, std::vector<uint8_t>> frames_;
+  std::map<PageId, Prot> prot_;
+  std::map<PageId, std::vector<IntervalId>> versions_;
+};
+
+class TestHost : public MemoryHost {
+ public:
+  TestHost(Cluster* c, NodeId self, NodeId nodes) : MemoryHost(nodes), cluster_(c), self_(self) {}
+  void Send(NodeId to, std::vector<uint8_t> bytes) override;
   // The cluster runs base mode: no one-sided operation may be posted.
   void ReadPage(NodeId, PageId) override { ADD_FAILURE() << "ReadPage in base mode"; }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
@@ -47,19 +66,9 @@ class TestHost : public Host {
     ADD_FAILURE() << "NicUnlock in base mode";
   }
 
-  Prot prot(PageId p) const {
-    auto it = prot_.find(p);
-    return it == prot_.end() ? Prot::kNone : it->second;
-  }
-  std::set<ThreadId> woken;
-
  private:
   Cluster* cluster_;
   NodeId self_;
-  NodeId nodes_;
-  std::map<PageId, std::vector<uint8_t>> frames_;
-  std::map<PageId, Prot> prot_;
-  std::map<PageId, std::vector<IntervalId>> versions_;
 };
 
 class Cluster {
@@ -266,22 +275,10 @@ TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
 // ---- Modes dw..nil: one Node driven by hand through a host that records the
 // one-sided operations and plays the peers' NICs.
 
-class ModeHost : public Host {
+class ModeHost : public MemoryHost {
  public:
-  explicit ModeHost(NodeId nodes) : nodes_(nodes) {}
+  explicit ModeHost(NodeId nodes) : MemoryHost(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
-  std::span<uint8_t> Frame(PageId p) override {
-    auto& f = frames_[p];
-    if (f.empty()) f.resize(kPage);
-    return f;
-  }
-  void Protect(PageId p, Prot prot) override { prot_[p] = prot; }
-  void Wake(ThreadId t) override { woken.insert(t); }
-  std::span<IntervalId> Versions(PageId p) override {
-    auto& v = versions_[p];
-    if (v.empty()) v.resize(nodes_);
-    return v;
-  }
   void ReadPage(NodeId home, PageId p) override { reads.push_back({home, p}); }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override { direct_diffs++; }
   void DepositNotice(const WriteNotice& n) override { deposited.push_back(n); }
@@ -294,24 +291,13 @@ class ModeHost : public Host {
     nic_unlocks.push_back(timestamp);
   }
 
-  Prot prot(PageId p) const {
-    auto it = prot_.find(p);
-    return it == prot_.end() ? Prot::kNone : it->second;
-  }
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
-  std::set<ThreadId> woken;
   std::vector<std::pair<NodeId, PageId>> reads;
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
   std::vector<WriteNotice> inbox;  // what peers deposited, not yet taken
   std::vector<std::pair<NodeId, LockId>> nic_locks;
   std::vector<VectorTime> nic_unlocks;
-
- private:
-  NodeId nodes_;
-  std::map<PageId, std::vector<uint8_t>> frames_;
-  std::map<PageId, Prot> prot_;
-  std::map<PageId, std::vector<IntervalId>> versions_;
 };
 
 NodeConfig ModeConfig(Mode mode, NodeId nodes, uint32_t threads) {
