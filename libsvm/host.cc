@@ -282,7 +282,7 @@ bool Runtime::Barrier(BarrierId b, uint32_t count) {
   bool serial = false;
   RunToCompletion(lock, t, [&] {
     stats::NodeCall call(node_->stats());
-    return node_->Barrier(t, b, count, 1, false, &serial);
+    return node_->Barrier(t, b, count, 1, &serial);
   });
   Settle();
   return serial;

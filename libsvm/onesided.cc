@@ -74,7 +74,7 @@ Status Runtime::ConnectNic() {
     return nic_->RegisterRegion({id, base, len});
   };
   const Segment& heap = *segments_.front();
-  if (Status st = reg(kCounterRegion, &thread_counter_, sizeof(thread_counter_)); !st.ok()) return st;
+  if (Status st = reg(kCounterRegion, &job_threads_, sizeof(job_threads_)); !st.ok()) return st;
   if (Status st = reg(kHeapFrames, heap.region->proto(), heap.region->size()); !st.ok()) return st;
   if (segments_.size() > 1) {
     const Segment& g = *segments_[1];

@@ -31,6 +31,7 @@
 #include <memory>
 #include <unordered_map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -128,6 +129,7 @@ class Runtime final : public Host {
   std::span<uint8_t> Frame(PageId p) override;
   void Protect(PageId p, Prot prot) override;
   void Wake(ThreadId t) override;
+  uint32_t JobThreads() override;  // threads.cc
 
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
@@ -217,12 +219,14 @@ class Runtime final : public Host {
   static void* Trampoline(void* record);
   void SpawnLoop();
   void Finish(ThreadRecord* r, void* value);
-  uint64_t NextThreadNumber();
+  // Adds delta to node 0's job_threads_ word; the old value, or nullopt if
+  // the NIC failed.
+  std::optional<uint64_t> CountThreads(uint64_t delta);
   NodeId PlaceThread(uint64_t number) const;
 
   static Runtime* instance_;
   // NIC regions (the same ids on every node).
-  static constexpr uint32_t kCounterRegion = 1;  // thread_counter_
+  static constexpr uint32_t kCounterRegion = 1;  // job_threads_
   static constexpr uint32_t kHeapFrames = 2;     // the heap region's protocol view
   static constexpr uint32_t kGlobalsFrames = 3;  // the globals' protocol view
   static constexpr uint32_t kVersions = 4;       // versions_: pages x nodes
@@ -286,7 +290,11 @@ class Runtime final : public Host {
   };
   std::map<uint64_t, Pending> spawns_;  // GUARDED_BY(mu_): by thread handle
   std::map<uint64_t, Pending> joins_;   // GUARDED_BY(mu_)
-  alignas(8) uint64_t thread_counter_ = 0;  // node 0: threads created so far (NIC FAA target)
+  // Node 0: threads created so far (high half) and alive (low half, main
+  // included). One word, so that a creation bumps both with one NIC
+  // fetch-and-add; a thread's end subtracts kThreadAlive.
+  static constexpr uint64_t kThreadCreated = 1ull << 32, kThreadAlive = 1;
+  alignas(8) uint64_t job_threads_ = kThreadAlive;
 };
 
 }  // namespace svm::rt

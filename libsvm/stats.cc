@@ -129,6 +129,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["local_acquires"] = s.local_acquires;
   j["remote_acquires"] = s.remote_acquires;
   j["barriers"] = s.barriers;
+  j["notices_collected"] = s.notices_collected;
   j["protections"] = s.protections;
   j["remote_reads"] = s.remote_reads;
   j["direct_diffs"] = s.direct_diffs;
@@ -332,11 +333,12 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
 std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}), twins {}, diffs {} ({} bytes, "
-      "{} runs), invalidations {}, acquires {} local / {} remote, barriers {}, protections {}\n"
+      "{} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
+      "collected), protections {}\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.twins, s.diffs, s.diff_bytes,
-      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.protections, node,
+      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected, s.protections, node,
       s.remote_reads, s.direct_diffs, s.notices_deposited, s.notices_taken, s.nic_locks, s.polls);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);

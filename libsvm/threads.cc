@@ -47,17 +47,25 @@ void Runtime::AdoptMainThread() {
   stats::RegisterThread(stats::ThreadKind::kApp, 0, 0);
 }
 
-// Threads are numbered job-wide by a counter on node 0, bumped with the NIC's
+// Threads are numbered and counted job-wide on node 0, with the NIC's
 // fetch-and-add so that any node may create threads.
-uint64_t Runtime::NextThreadNumber() {
-  if (!nic_) return ++thread_counter_;
+std::optional<uint64_t> Runtime::CountThreads(uint64_t delta) {
+  if (!nic_) return std::atomic_ref<uint64_t>(job_threads_).fetch_add(delta);
   nic::CompletionQueue cq;
-  const nic::WorkRequest wr = nic::WorkRequest::Faa(0, kCounterRegion, 0, 1);
-  if (Status st = nic_->Post(&cq, {&wr, 1}); !st.ok()) return 0;
+  const nic::WorkRequest wr = nic::WorkRequest::Faa(0, kCounterRegion, 0, delta);
+  if (Status st = nic_->Post(&cq, {&wr, 1}); !st.ok()) return std::nullopt;
   nic::Completion c;
   while (cq.Wait({&c, 1}, std::chrono::seconds(1)) == 0) {
   }
-  return c.status == nic::WcStatus::kSuccess ? c.value + 1 : 0;
+  if (c.status != nic::WcStatus::kSuccess) return std::nullopt;
+  return c.value;
+}
+
+// Barriers collect garbage only when every thread is in them (node_barrier.cc);
+// so a thread counts as alive before it can act and until its last release.
+// A count left too high (a failed decrement) only costs collections.
+uint32_t Runtime::JobThreads() {
+  return uint32_t(std::atomic_ref<uint64_t>(job_threads_).load(std::memory_order_acquire));
 }
 
 NodeId Runtime::PlaceThread(uint64_t number) const {
@@ -69,8 +77,9 @@ int Runtime::CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*
                           void* arg) {
   RuntimeScope scope;
   stats::Scope timing(stats::Category::kThreads);
-  const uint64_t number = NextThreadNumber();
-  if (number == 0) return EAGAIN;
+  const std::optional<uint64_t> counts = CountThreads(kThreadCreated + kThreadAlive);
+  if (!counts) return EAGAIN;
+  const uint64_t number = (*counts >> 32) + 1;
   const NodeId target = PlaceThread(number);
   const uint64_t h = MakeHandle(target, number);
   Acquire(BirthLock(self(), h));
@@ -88,7 +97,10 @@ int Runtime::CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*
     spawns_.erase(h);
   }
   Release(BirthLock(self(), h));
-  if (err == 0) *handle = h;
+  if (err == 0)
+    *handle = h;
+  else
+    CountThreads(-kThreadAlive);
   return err;
 }
 
@@ -134,6 +146,7 @@ void* Runtime::Trampoline(void* p) {
 void Runtime::Finish(ThreadRecord* r, void* value) {
   RuntimeScope scope;
   Release(DeathLock(r->handle));
+  CountThreads(-kThreadAlive);
   std::lock_guard<std::mutex> l(mu_);
   ReleaseSlotOfCaller();
   r->done = true;

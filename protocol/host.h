@@ -44,6 +44,13 @@ class Host {
   // it. Other nodes' entries for p are unused. Zero-initialised.
   virtual std::span<IntervalId> Versions(PageId p) = 0;
 
+  // Asked by the barrier master (node 0) as a barrier completes: how many
+  // threads the job has now. A barrier of all of them, with every node
+  // taking part, has no lock request in flight and leaves every node's bins
+  // covering its time, so the notices it covers can be dropped. May be
+  // larger than the truth (a thread that just ended), never smaller.
+  virtual uint32_t JobThreads() = 0;
+
   // ---- One-sided operations (modes dw, rf, dd, nil; DESIGN.md "Modes").
   // Served by the target's NIC from the memory it exports (Frame, Versions,
   // deposited notices, lock words); the target's Node is never called for

@@ -66,12 +66,11 @@ struct LockGrant {
 // Node -> barrier master: `arrivals` threads of the sender reached `barrier`,
 // which `total` threads in all must reach. `known` is the sender's known
 // vector after closing its interval; `notices` are its own intervals the
-// master may lack. `global` says every thread of the job takes part.
+// master may lack.
 struct BarrierArrive {
   BarrierId barrier = 0;
   uint32_t arrivals = 0;
   uint32_t total = 0;
-  bool global = false;
   VectorTime known;
   std::vector<WriteNotice> notices;
   friend bool operator==(const BarrierArrive&, const BarrierArrive&) = default;

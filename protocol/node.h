@@ -113,11 +113,11 @@ class Node {
   // The node reports its threads to the master in batches of `local` (the
   // node's participants, for one message per node; or 1, when the runtime
   // cannot tell, for one message per thread). Every caller passes the same
-  // values. `global`: every thread of the job takes part, so notices every
-  // node has applied can be dropped afterwards.
+  // values. A barrier of every thread of the job (Host::JobThreads) on every
+  // node also drops the write notices it leaves every node holding.
   // On kDone, *serial (if given) says whether t is the episode's one serial
   // thread (PTHREAD_BARRIER_SERIAL_THREAD).
-  Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global,
+  Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local,
                   bool* serial = nullptr);
 
   // Whether l's token is on this node and a local thread holds it.

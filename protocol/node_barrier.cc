@@ -16,8 +16,7 @@ namespace {
 constexpr NodeId kMaster = 0;
 }
 
-Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool global,
-                      bool* serial) {
+Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool* serial) {
   assert(t < config_.threads && local >= 1 && local <= total);
   auto& entry = barriers_[b];
   if (!entry) {
@@ -30,7 +29,7 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
     if (++bs.arrived == local) {
       bs.arrived = 0;
       CloseInterval();
-      BarrierArrive arrive{b, local, total, global, log_.known(), {}};
+      BarrierArrive arrive{b, local, total, log_.known(), {}};
       if (!DepositsNotices(config_.mode)) {
         log_.Missing(reported_, &arrive.notices);
         reported_ = log_.known();
@@ -70,7 +69,6 @@ Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
     return Status::InvalidArgument("barrier arrivals disagree on the thread count");
   AddNotices(m.notices);
   mb.arrivals += m.arrivals;
-  mb.global = mb.global && m.global;
   // A node may report its threads in several arrivals; it gets one release.
   auto same = std::find_if(mb.nodes.begin(), mb.nodes.end(),
                            [&](const MasterBarrier::Arrival& a) { return a.node == from; });
@@ -84,9 +82,12 @@ Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
   master_.erase(m.barrier);
   VectorTime time(nodes());
   for (const auto& a : done->nodes) time.Merge(a.known);
+  // With every thread here no lock request is in flight, and with every node
+  // here each one's bins will cover `time`: nothing below it is asked again.
+  const bool collect = done->total == host_->JobThreads() && done->nodes.size() == nodes();
   std::optional<BarrierRelease> own;
   for (const auto& a : done->nodes) {
-    BarrierRelease release{m.barrier, time, done->global, {}, &a == &done->nodes.front()};
+    BarrierRelease release{m.barrier, time, collect, {}, &a == &done->nodes.front()};
     if (!DepositsNotices(config_.mode)) log_.Missing(a.known, &release.notices);
     if (a.node == config_.self)
       own = std::move(release);
@@ -131,7 +132,9 @@ void Node::FinishRelease(BarrierRelease& m) {
     host_->Wake(t);
   }
   if (m.collect) {
+    const size_t held = log_.held();
     log_.CollectGarbage(m.time);
+    stats_.notices_collected += held - log_.held();
     reported_.Merge(log_.floor());
   }
   stats_.barriers++;

@@ -88,7 +88,6 @@ struct Node::BarrierState {
 struct Node::MasterBarrier {
   uint32_t arrivals = 0;
   uint32_t total = 0;
-  bool global = true;
   struct Arrival {
     NodeId node;
     VectorTime known;

@@ -31,6 +31,7 @@ struct NodeStats {
   uint64_t local_acquires = 0;  // lock acquires served without a message
   uint64_t remote_acquires = 0;
   uint64_t barriers = 0;        // barrier episodes this node took part in
+  uint64_t notices_collected = 0;  // intervals dropped from the bins (garbage)
   uint64_t protections = 0;     // Host::Protect calls
   uint64_t remote_reads = 0;    // rf: fetches done as Host::ReadPage
   uint64_t direct_diffs = 0;    // dd: diffs done as Host::WriteDiff

@@ -73,7 +73,6 @@ void PutBody(Writer& w, const BarrierArrive& m) {
   w.PutU64(m.barrier);
   w.PutU32(m.arrivals);
   w.PutU32(m.total);
-  PutBool(w, m.global);
   PutVector(w, m.known);
   PutNotices(w, m.notices);
 }
@@ -258,7 +257,6 @@ void ReadBody(BodyReader& r, BarrierArrive* m) {
   r.U64(&m->barrier, "barrier");
   r.U32(&m->arrivals, "arrivals");
   r.U32(&m->total, "total");
-  r.Bool(&m->global, "global");
   r.Vector(&m->known, "known");
   r.Notices(&m->notices, "notices");
 }

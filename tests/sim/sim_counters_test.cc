@@ -62,6 +62,7 @@ TEST(SimCounters, AgreeWithTheSimulation) {
       // The final barrier is global: every node has applied every notice, so
       // the bins are collected.
       EXPECT_EQ(r.notices_held, 0u) << ToFlags(c);
+      EXPECT_GT(s.notices_collected, 0u) << ToFlags(c);
     }
   }
 }

@@ -48,6 +48,8 @@ class SimHost final : public Host {
   void Protect(PageId p, Prot prot) override;
   void Wake(ThreadId t) override;
   std::span<IntervalId> Versions(PageId p) override;
+  // Simulated threads live for the whole run.
+  uint32_t JobThreads() override { return network_->nodes() * threads_; }
   void ReadPage(NodeId home, PageId p) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,
                  std::span<const uint8_t> runs) override;

@@ -58,8 +58,8 @@ std::string ToString(const Op& op) {
                     op.addr, op.len, op.value);
       break;
     case OpKind::kBarrier:
-      std::snprintf(buf, sizeof buf, "Barrier(%" PRIu64 " total %u local %u%s)", op.id, op.total,
-                    op.local, op.global ? " global" : "");
+      std::snprintf(buf, sizeof buf, "Barrier(%" PRIu64 " total %u local %u)", op.id, op.total,
+                    op.local);
       break;
     default:
       std::snprintf(buf, sizeof buf, "%s(%" PRIu64 ")", ToString(op.kind), op.id);
@@ -201,17 +201,15 @@ void ProgramBuilder::Add(uint32_t g, uint32_t var, uint64_t delta) {
 }
 
 void ProgramBuilder::Barrier(uint32_t g, BarrierId b) {
-  BarrierOf(g, b, program_.thread_count(), program_.threads, true);
+  BarrierOf(g, b, program_.thread_count(), program_.threads);
 }
 
-void ProgramBuilder::BarrierOf(uint32_t g, BarrierId b, uint32_t total, uint32_t local,
-                               bool global) {
+void ProgramBuilder::BarrierOf(uint32_t g, BarrierId b, uint32_t total, uint32_t local) {
   Op op;
   op.kind = OpKind::kBarrier;
   op.id = b;
   op.total = total;
   op.local = local;
-  op.global = global;
   program_.ops[g].push_back(op);
 }
 

@@ -45,7 +45,7 @@ enum class OpKind : uint8_t {
   kRead,     // var: read and compare with the shadow memory
   kWrite,    // var: write `value` (its low len bytes, little-endian)
   kAdd,      // var: read, then write read + value (mod 2^(8 len))
-  kBarrier,  // id = barrier; total, local, global as for Node::Barrier
+  kBarrier,  // id = barrier; total, local as for Node::Barrier
   kSignal,   // id = flag: sets the flag (simulator only)
   kAwait,    // id = flag: waits until the flag is set (simulator only)
   kProbe,    // id = probe: snapshot every node's stats (simulator only)
@@ -61,7 +61,6 @@ struct Op {
   uint64_t id = 0;     // lock, barrier, flag or probe id
   uint32_t total = 0;  // kBarrier
   uint32_t local = 0;  // kBarrier
-  bool global = true;  // kBarrier
 };
 
 std::string ToString(const Op& op);
@@ -100,11 +99,11 @@ class ProgramBuilder {
   void Write(uint32_t g, uint32_t var);
   void WriteValue(uint32_t g, uint32_t var, uint64_t value);
   void Add(uint32_t g, uint32_t var, uint64_t delta);
-  // A barrier of every thread of the job (total = N*T, local = T, global).
+  // A barrier of every thread of the job (total = N*T, local = T).
   void Barrier(uint32_t g, BarrierId b);
   void BarrierAll(BarrierId b);  // Barrier(g, b) for every thread
   // A barrier of `total` threads, `local` of them on g's node.
-  void BarrierOf(uint32_t g, BarrierId b, uint32_t total, uint32_t local, bool global);
+  void BarrierOf(uint32_t g, BarrierId b, uint32_t total, uint32_t local);
   void Signal(uint32_t g, uint64_t flag);
   void Await(uint32_t g, uint64_t flag);
   void Probe(uint32_t g, uint64_t probe);

@@ -169,9 +169,9 @@ void SubsetBarrier(CaseConfig* c, Scenario* s) {
     for (NodeId n = 0; n < N; ++n) {
       const uint32_t g0 = b.G(n, 0);
       b.Write(g0, owned[n]);
-      b.BarrierOf(g0, 40, N, 1, false);
+      b.BarrierOf(g0, 40, N, 1);
       for (NodeId m = 0; m < N; ++m) b.Read(g0, owned[m]);
-      b.BarrierOf(g0, 40, N, 1, false);
+      b.BarrierOf(g0, 40, N, 1);
       const uint32_t g1 = b.G(n, 1);
       b.Acquire(g1, L);
       b.Add(g1, shared, 1);

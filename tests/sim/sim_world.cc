@@ -308,7 +308,7 @@ void World::StepBarrier(Thread& th, const Op& op) {
   }
   th.wake_pending = false;
   calling_ = th.g;
-  const Outcome o = nodes_[th.node]->Barrier(th.t, op.id, op.total, op.local, op.global);
+  const Outcome o = nodes_[th.node]->Barrier(th.t, op.id, op.total, op.local);
   calling_ = kNoThread;
   Record(Ev::kBarrier, th.g, 0, op.id, 0, static_cast<uint8_t>(o));
   if (!CheckContract()) return;

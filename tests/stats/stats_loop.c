@@ -2,10 +2,13 @@
  * Each of T threads (argv[1], default 4) does ITERS rounds of: write its
  * slice of a shared array ("work" phase), barrier, add to a counter under a
  * mutex ("locked" phase), barrier. Prints "ok <counter>" when the counter
- * and the array add up. Runs with or without svm. */
+ * and the array add up. Runs with or without svm. With "main-works" as
+ * argv[2], main is worker 0 (as ANL programs do) instead of only joining:
+ * then every live thread takes part in every barrier. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ITERS 20
 #define MAX_THREADS 64
@@ -47,14 +50,16 @@ static void* worker(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc > 1) nthreads = atoi(argv[1]);
+  const int main_works = argc > 2 && strcmp(argv[2], "main-works") == 0;
   if (nthreads < 1 || nthreads > MAX_THREADS) {
     fprintf(stderr, "stats_loop: 1..%d threads\n", MAX_THREADS);
     return 2;
   }
   pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
   pthread_t t[MAX_THREADS];
-  for (long i = 0; i < nthreads; ++i) pthread_create(&t[i], NULL, worker, (void*)i);
-  for (int i = 0; i < nthreads; ++i) pthread_join(t[i], NULL);
+  for (long i = main_works; i < nthreads; ++i) pthread_create(&t[i], NULL, worker, (void*)i);
+  if (main_works) worker((void*)0);
+  for (int i = main_works; i < nthreads; ++i) pthread_join(t[i], NULL);
   long want = 0, got = 0;
   for (int it = 0; it < ITERS; ++it)
     for (int i = 0; i < SLICE; ++i) want += i + it;
