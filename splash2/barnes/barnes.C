@@ -23,7 +23,7 @@
  * energies to match within 1e-9 (relative); exit 3 otherwise.
  */
 MAIN_ENV
-#include <getopt.h>
+#include "options.h"
 #include <math.h>
 
 #define NLOCKS 2048
@@ -55,21 +55,23 @@ struct world {
 
 static struct world *W;           /* the world slave() works on */
 struct world *PAR, *REF; /* the parallel run and the 1-thread rerun (-t); global: kept reachable */
-static long NBODY = 256, STEPS = 3, P = 1;
+static long NBODY, STEPS, P;
 static int TEST;
 static const double DT = 0.025, EPS2 = 0.05 * 0.05, THETA = 0.7;
 
-static void usage(FILE *f, const char *prog) {
-  fprintf(f,
-          "usage: %s [-p threads] [-n bodies] [-s steps] [-S small|seed] [-t] [-h]\n"
-          "  -p P   threads; default 1\n"
-          "  -n N   bodies; default 256\n"
-          "  -s S   time steps; default 3\n"
-          "  -S     preset: small (-n256) or seed (-n32768)\n"
-          "  -t     verify: rerun with one thread, compare positions and energies\n"
-          "  -h     this help\n",
-          prog);
-}
+/* The command line (common/options.h); the defaults are set from here. */
+static const struct app_preset SIZES[] = {
+  {"small", "-n256", NULL},
+  {"seed", "-n32768", NULL},
+};
+static const struct app_opt OPTS[] = {
+  OPT_LONG('p', "threads", "P", &P, "1", "threads"),
+  OPT_LONG('n', "bodies", "N", &NBODY, "256", "bodies"),
+  OPT_LONG('s', "steps", "S", &STEPS, "3", "time steps"),
+  OPT_PRESETS('S', SIZES),
+  OPT_SWITCH('t', &TEST, "verify: rerun with one thread, compare positions and energies"),
+  OPT_END,
+};
 
 static uint64_t mix(uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -308,28 +310,12 @@ static struct world *make_world(long p) {
 static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-300 ? fabs(b) : 1.0); }
 
 int main(int argc, char **argv) {
-  int opt;
   MAIN_INITENV
-  while ((opt = getopt(argc, argv, "p:n:s:S:th")) != -1) {
-    char *end = NULL;
-    switch (opt) {
-      case 'p': P = strtol(optarg, &end, 10); break;
-      case 'n': NBODY = strtol(optarg, &end, 10); break;
-      case 's': STEPS = strtol(optarg, &end, 10); break;
-      case 'S':
-        if (strcmp(optarg, "small") == 0) NBODY = 256;
-        else if (strcmp(optarg, "seed") == 0) NBODY = 32768;
-        else { usage(stderr, argv[0]); return 2; }
-        break;
-      case 't': TEST = 1; break;
-      case 'h': usage(stdout, argv[0]); return 0;
-      default: usage(stderr, argv[0]); return 2;
-    }
-    if (end != NULL && (*end != '\0' || end == optarg)) { usage(stderr, argv[0]); return 2; }
-  }
-  if (optind != argc || P < 1 || P > ANL_MAX_THREADS || NBODY < 2 || NBODY > (1L << 24) || P > NBODY ||
+  int rc = app_opts_parse(OPTS, argc, argv);
+  if (rc >= 0) return rc;
+  if (P < 1 || P > ANL_MAX_THREADS || NBODY < 2 || NBODY > (1L << 24) || P > NBODY ||
       STEPS < 1 || STEPS > 100000) {
-    usage(stderr, argv[0]);
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   W = make_world(P);

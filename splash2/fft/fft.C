@@ -17,7 +17,7 @@
  * exit 3 when either is off.
  */
 MAIN_ENV
-#include <getopt.h>
+#include "options.h"
 #include <math.h>
 
 #define PAGE_DOUBLES 512
@@ -30,28 +30,30 @@ struct global {
 };
 
 static struct global *G;
-static long M = 12;          /* log2 of the points */
+static long M;               /* log2 of the points */
 static long N, ROOTN, LOGROOTN;
-static long P = 1;
+static long P;
 static long ROWS;            /* rows per thread */
-static long BLK = 16;        /* transpose tile edge */
+static long BLK;             /* transpose tile edge */
 static int TEST;
 static cplx *X, *Y, *ORIG;   /* data, scratch, copy of the input (-t) */
 static cplx *FWD;            /* forward result (-t) */
 static cplx *TW;             /* twiddles w_n^(row*col), row-major */
 static cplx *ROOTS;          /* w_r^k for the row FFTs, k < ROOTN/2 */
 
-static void usage(FILE *f, const char *prog) {
-  fprintf(f,
-          "usage: %s [-p threads] [-m log2points] [-S small|seed] [-b tile] [-t] [-h]\n"
-          "  -p P   threads (a power of two, at most sqrt(points)); default 1\n"
-          "  -m M   2^M complex points, M even; default 12\n"
-          "  -S     preset: small (-m12) or seed (-m22, 4M points)\n"
-          "  -b B   transpose tile edge (power of two); default 16\n"
-          "  -t     verify: forward then inverse, max error vs the input\n"
-          "  -h     this help\n",
-          prog);
-}
+/* The command line (common/options.h); the defaults are set from here. */
+static const struct app_preset SIZES[] = {
+  {"small", "-m12", NULL},
+  {"seed", "-m22", "4M points"},
+};
+static const struct app_opt OPTS[] = {
+  OPT_LONG('p', "threads", "P", &P, "1", "threads (a power of two, at most sqrt(points))"),
+  OPT_LONG('m', "log2points", "M", &M, "12", "2^M complex points, M even"),
+  OPT_PRESETS('S', SIZES),
+  OPT_LONG('b', "tile", "B", &BLK, "16", "transpose tile edge (power of two)"),
+  OPT_SWITCH('t', &TEST, "verify: forward then inverse, max error vs the input"),
+  OPT_END,
+};
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -168,28 +170,11 @@ static void slave(void) {
 }
 
 int main(int argc, char **argv) {
-  int opt;
   MAIN_INITENV
-  while ((opt = getopt(argc, argv, "p:m:S:b:th")) != -1) {
-    char *end = NULL;
-    switch (opt) {
-      case 'p': P = strtol(optarg, &end, 10); break;
-      case 'm': M = strtol(optarg, &end, 10); break;
-      case 'b': BLK = strtol(optarg, &end, 10); break;
-      case 'S':
-        if (strcmp(optarg, "small") == 0) M = 12;
-        else if (strcmp(optarg, "seed") == 0) M = 22;
-        else { usage(stderr, argv[0]); return 2; }
-        break;
-      case 't': TEST = 1; break;
-      case 'h': usage(stdout, argv[0]); return 0;
-      default: usage(stderr, argv[0]); return 2;
-    }
-    if (end != NULL && (*end != '\0' || end == optarg)) { usage(stderr, argv[0]); return 2; }
-  }
-  if (optind != argc || M < 2 || M > 30 || (M & 1) || !is_pow2(P) || P > ANL_MAX_THREADS ||
-      !is_pow2(BLK)) {
-    usage(stderr, argv[0]);
+  int rc = app_opts_parse(OPTS, argc, argv);
+  if (rc >= 0) return rc;
+  if (M < 2 || M > 30 || (M & 1) || !is_pow2(P) || P > ANL_MAX_THREADS || !is_pow2(BLK)) {
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   N = 1L << M;
@@ -197,7 +182,7 @@ int main(int argc, char **argv) {
   ROOTN = 1L << LOGROOTN;
   if (P > ROOTN) {
     fprintf(stderr, "fft: -p %ld exceeds sqrt(points) = %ld\n", P, ROOTN);
-    usage(stderr, argv[0]);
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   ROWS = ROOTN / P;

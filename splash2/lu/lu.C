@@ -20,7 +20,7 @@
  * exit 3 when either is off.
  */
 MAIN_ENV
-#include <getopt.h>
+#include "options.h"
 #include <math.h>
 
 struct global {
@@ -29,22 +29,24 @@ struct global {
 };
 
 static struct global *G;
-static long N = 128, B = 16, NB;
-static long P = 1, PR = 1, PC = 1;
+static long N, B, NB;
+static long P, PR = 1, PC = 1;
 static int TEST;
 static double **BLK;   /* BLK[I * NB + J] -> B*B doubles, row-major */
 
-static void usage(FILE *f, const char *prog) {
-  fprintf(f,
-          "usage: %s [-p threads] [-n size] [-b block] [-S small|seed] [-t] [-h]\n"
-          "  -p P   threads; default 1\n"
-          "  -n N   matrix order (a multiple of the block); default 128\n"
-          "  -b B   block edge; default 16\n"
-          "  -S     preset: small (-n128 -b16) or seed (-n4096 -b16)\n"
-          "  -t     verify: solve A x = b for a known x, check error and residual\n"
-          "  -h     this help\n",
-          prog);
-}
+/* The command line (common/options.h); the defaults are set from here. */
+static const struct app_preset SIZES[] = {
+  {"small", "-n128 -b16", NULL},
+  {"seed", "-n4096 -b16", NULL},
+};
+static const struct app_opt OPTS[] = {
+  OPT_LONG('p', "threads", "P", &P, "1", "threads"),
+  OPT_LONG('n', "size", "N", &N, "128", "matrix order (a multiple of the block)"),
+  OPT_LONG('b', "block", "B", &B, "16", "block edge"),
+  OPT_PRESETS('S', SIZES),
+  OPT_SWITCH('t', &TEST, "verify: solve A x = b for a known x, check error and residual"),
+  OPT_END,
+};
 
 static uint64_t mix(uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -173,28 +175,11 @@ static int verify(void) {
 }
 
 int main(int argc, char **argv) {
-  int opt;
   MAIN_INITENV
-  while ((opt = getopt(argc, argv, "p:n:b:S:th")) != -1) {
-    char *end = NULL;
-    switch (opt) {
-      case 'p': P = strtol(optarg, &end, 10); break;
-      case 'n': N = strtol(optarg, &end, 10); break;
-      case 'b': B = strtol(optarg, &end, 10); break;
-      case 'S':
-        if (strcmp(optarg, "small") == 0) { N = 128; B = 16; }
-        else if (strcmp(optarg, "seed") == 0) { N = 4096; B = 16; }
-        else { usage(stderr, argv[0]); return 2; }
-        break;
-      case 't': TEST = 1; break;
-      case 'h': usage(stdout, argv[0]); return 0;
-      default: usage(stderr, argv[0]); return 2;
-    }
-    if (end != NULL && (*end != '\0' || end == optarg)) { usage(stderr, argv[0]); return 2; }
-  }
-  if (optind != argc || P < 1 || P > ANL_MAX_THREADS || B < 1 || B > 1024 || N < B || N > 65536 ||
-      N % B != 0) {
-    usage(stderr, argv[0]);
+  int rc = app_opts_parse(OPTS, argc, argv);
+  if (rc >= 0) return rc;
+  if (P < 1 || P > ANL_MAX_THREADS || B < 1 || B > 1024 || N < B || N > 65536 || N % B != 0) {
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   NB = N / B;

@@ -27,7 +27,7 @@
  * to match within 1e-9 (relative); exit 3 otherwise.
  */
 MAIN_ENV
-#include <getopt.h>
+#include "options.h"
 #include <math.h>
 
 enum { U, F, R, NFIELD };      /* per level: solution / rhs / residual */
@@ -54,25 +54,28 @@ struct world {
 
 static struct world *W;           /* the world slave() works on */
 struct world *PAR, *REF; /* the parallel run and the 1-thread rerun (-t); global: kept reachable */
-static long N = 32, STEPS = 2, COARSE = 8, P = 1, MAXCYC = 40;
+static long N, STEPS, COARSE, P, MAXCYC = 40;
 #define COARSE_ITERS 10 /* red-black iterations on the coarsest grid */
-static double TOL = 1e-7;
+static double TOL;
 static int TEST;
 static const double DT = 0.05, BETA = 1.0, RFRIC = 0.1, TAU = 1.0;
 
-static void usage(FILE *f, const char *prog) {
-  fprintf(f,
-          "usage: %s [-p threads] [-n cells] [-s steps] [-c coarsest] [-e tol] [-S small|seed] [-t] [-h]\n"
-          "  -p P   threads (a power of two); default 1\n"
-          "  -n N   interior cells per side (a power of two; the grid is N+2 square); default 32\n"
-          "  -s S   time steps; default 2\n"
-          "  -c C   coarsest multigrid grid, cells per side (power of two, >= thread grid); default 8\n"
-          "  -e E   multigrid tolerance on the max residual (relative to the rhs); default 1e-7\n"
-          "  -S     preset: small (-n32 -s2) or seed (-n512 -s4, a 514 x 514 grid)\n"
-          "  -t     verify: rerun with one thread, compare psi, zeta and energies\n"
-          "  -h     this help\n",
-          prog);
-}
+/* The command line (common/options.h); the defaults are set from here. */
+static const struct app_preset SIZES[] = {
+  {"small", "-n32 -s2", NULL},
+  {"seed", "-n512 -s4", "a 514 x 514 grid"},
+};
+static const struct app_opt OPTS[] = {
+  OPT_LONG('p', "threads", "P", &P, "1", "threads (a power of two)"),
+  OPT_LONG('n', "cells", "N", &N, "32", "interior cells per side (a power of two; the grid is N+2 square)"),
+  OPT_LONG('s', "steps", "S", &STEPS, "2", "time steps"),
+  OPT_LONG('c', "coarsest", "C", &COARSE, "8",
+           "coarsest multigrid grid, cells per side (power of two, >= thread grid)"),
+  OPT_DOUBLE('e', "tol", "E", &TOL, "1e-7", "multigrid tolerance on the max residual (relative to the rhs)"),
+  OPT_PRESETS('S', SIZES),
+  OPT_SWITCH('t', &TEST, "verify: rerun with one thread, compare psi, zeta and energies"),
+  OPT_END,
+};
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 #define AT(b, i, j) ((b)->a[(i) * ((b)->c + 2) + (j)])
@@ -327,33 +330,15 @@ static double field_diff(struct world *a, struct world *b, int zeta, double *sca
 }
 
 int main(int argc, char **argv) {
-  int opt;
   MAIN_INITENV
-  while ((opt = getopt(argc, argv, "p:n:s:c:e:S:th")) != -1) {
-    char *end = NULL;
-    switch (opt) {
-      case 'p': P = strtol(optarg, &end, 10); break;
-      case 'n': N = strtol(optarg, &end, 10); break;
-      case 's': STEPS = strtol(optarg, &end, 10); break;
-      case 'c': COARSE = strtol(optarg, &end, 10); break;
-      case 'e': TOL = strtod(optarg, &end); break;
-      case 'S':
-        if (strcmp(optarg, "small") == 0) { N = 32; STEPS = 2; }
-        else if (strcmp(optarg, "seed") == 0) { N = 512; STEPS = 4; }
-        else { usage(stderr, argv[0]); return 2; }
-        break;
-      case 't': TEST = 1; break;
-      case 'h': usage(stdout, argv[0]); return 0;
-      default: usage(stderr, argv[0]); return 2;
-    }
-    if (end != NULL && (*end != '\0' || end == optarg)) { usage(stderr, argv[0]); return 2; }
-  }
+  int rc = app_opts_parse(OPTS, argc, argv);
+  if (rc >= 0) return rc;
   long pr = 1;
   while (pr * pr * 2 <= P) pr *= 2;
   long pc = P / pr;
-  if (optind != argc || !is_pow2(P) || P > ANL_MAX_THREADS || !is_pow2(N) || N < 4 || N > 8192 ||
+  if (!is_pow2(P) || P > ANL_MAX_THREADS || !is_pow2(N) || N < 4 || N > 8192 ||
       STEPS < 1 || STEPS > 100000 || !is_pow2(COARSE) || COARSE > N || COARSE < pc || !(TOL > 0)) {
-    usage(stderr, argv[0]);
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   long levels = 1;

@@ -18,7 +18,7 @@
  * multiset (count, sum and a hash sum); exit 3 when it does not.
  */
 MAIN_ENV
-#include <getopt.h>
+#include "options.h"
 
 #define MAX_LEVELS 12
 
@@ -28,8 +28,8 @@ struct global {
 };
 
 static struct global *G;
-static long NKEYS = 65536, RADIX = 1024, MAXKEY = 524288;
-static long P = 1, LOG_RADIX, LEVELS, PASSES;
+static long NKEYS, RADIX, MAXKEY;
+static long P, LOG_RADIX, LEVELS, PASSES;
 static int TEST;
 static unsigned *KEY[2];
 static long *TREE;      /* TREE[(p * LEVELS + l) * RADIX + d]: counts of threads [p, p + 2^l) */
@@ -38,18 +38,20 @@ static long *BASE;      /* BASE[d]: keys with a digit < d (all threads) */
 static anl_pause_t *UP;   /* UP[p * LEVELS + l]: TREE[p][l] is ready */
 static anl_pause_t *DOWN; /* DOWN[p]: BELOW[p] (and BASE) are ready */
 
-static void usage(FILE *f, const char *prog) {
-  fprintf(f,
-          "usage: %s [-p threads] [-n keys] [-r radix] [-m maxkey] [-S small|seed] [-t] [-h]\n"
-          "  -p P   threads (at most 2048); default 1\n"
-          "  -n N   keys; default 65536\n"
-          "  -r R   radix (a power of two, 2..65536); default 1024\n"
-          "  -m K   keys lie in [0, K); default 524288\n"
-          "  -S     preset: small (-n65536) or seed (-n4194304, 4M keys)\n"
-          "  -t     verify: sorted, and the same multiset as the input\n"
-          "  -h     this help\n",
-          prog);
-}
+/* The command line (common/options.h); the defaults are set from here. */
+static const struct app_preset SIZES[] = {
+  {"small", "-n65536", NULL},
+  {"seed", "-n4194304", "4M keys"},
+};
+static const struct app_opt OPTS[] = {
+  OPT_LONG('p', "threads", "P", &P, "1", "threads (at most 2048)"),
+  OPT_LONG('n', "keys", "N", &NKEYS, "65536", "keys"),
+  OPT_LONG('r', "radix", "R", &RADIX, "1024", "radix (a power of two, 2..65536)"),
+  OPT_LONG('m', "maxkey", "K", &MAXKEY, "524288", "keys lie in [0, K)"),
+  OPT_PRESETS('S', SIZES),
+  OPT_SWITCH('t', &TEST, "verify: sorted, and the same multiset as the input"),
+  OPT_END,
+};
 
 static uint64_t mix(uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -133,29 +135,12 @@ static void slave(void) {
 }
 
 int main(int argc, char **argv) {
-  int opt;
   MAIN_INITENV
-  while ((opt = getopt(argc, argv, "p:n:r:m:S:th")) != -1) {
-    char *end = NULL;
-    switch (opt) {
-      case 'p': P = strtol(optarg, &end, 10); break;
-      case 'n': NKEYS = strtol(optarg, &end, 10); break;
-      case 'r': RADIX = strtol(optarg, &end, 10); break;
-      case 'm': MAXKEY = strtol(optarg, &end, 10); break;
-      case 'S':
-        if (strcmp(optarg, "small") == 0) NKEYS = 65536;
-        else if (strcmp(optarg, "seed") == 0) NKEYS = 4194304;
-        else { usage(stderr, argv[0]); return 2; }
-        break;
-      case 't': TEST = 1; break;
-      case 'h': usage(stdout, argv[0]); return 0;
-      default: usage(stderr, argv[0]); return 2;
-    }
-    if (end != NULL && (*end != '\0' || end == optarg)) { usage(stderr, argv[0]); return 2; }
-  }
-  if (optind != argc || P < 1 || P > 2048 || P > ANL_MAX_THREADS || NKEYS < 1 || NKEYS > (1L << 31) ||
+  int rc = app_opts_parse(OPTS, argc, argv);
+  if (rc >= 0) return rc;
+  if (P < 1 || P > 2048 || P > ANL_MAX_THREADS || NKEYS < 1 || NKEYS > (1L << 31) ||
       RADIX < 2 || RADIX > 65536 || (RADIX & (RADIX - 1)) || MAXKEY < 1 || MAXKEY > (1L << 31)) {
-    usage(stderr, argv[0]);
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   for (LOG_RADIX = 0; (1L << LOG_RADIX) < RADIX; LOG_RADIX++) {}

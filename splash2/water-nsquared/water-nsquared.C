@@ -21,7 +21,7 @@
  * match is not bit-exact.
  */
 MAIN_ENV
-#include <getopt.h>
+#include "options.h"
 #include <math.h>
 
 #define MAXMOL 32768
@@ -46,24 +46,26 @@ struct world {
 
 static struct world *W;           /* the world slave() works on */
 struct world *PAR, *REF; /* the parallel run and the 1-thread rerun (-t); global: kept reachable */
-static long NMOL = 64, STEPS = 3, P = 1;
+static long NMOL, STEPS, P;
 static int TEST;
 static double BOX, RCUT;
 static const double DT = 1e-3, MASS[NA] = {1.0, 0.25, 0.25}, CHARGE[NA] = {-0.8, 0.4, 0.4};
 static const double SIGMA = 0.8, EPS = 1.0, KBOND = 500.0, LBOND = 0.3, KHH = 200.0, LHH = 0.49;
 static const double GEAR[ND] = {19.0 / 120.0, 3.0 / 4.0, 1.0, 1.0 / 2.0, 1.0 / 12.0};
 
-static void usage(FILE *f, const char *prog) {
-  fprintf(f,
-          "usage: %s [-p threads] [-n molecules] [-s steps] [-S small|seed] [-t] [-h]\n"
-          "  -p P   threads; default 1\n"
-          "  -n N   molecules (<= %d); default 64\n"
-          "  -s S   time steps; default 3\n"
-          "  -S     preset: small (-n64) or seed (-n4096)\n"
-          "  -t     verify: rerun with one thread, compare energies and positions\n"
-          "  -h     this help\n",
-          prog, MAXMOL);
-}
+/* The command line (common/options.h); the defaults are set from here. */
+static const struct app_preset SIZES[] = {
+  {"small", "-n64", NULL},
+  {"seed", "-n4096", NULL},
+};
+static const struct app_opt OPTS[] = {
+  OPT_LONG('p', "threads", "P", &P, "1", "threads"),
+  OPT_LONG('n', "molecules", "N", &NMOL, "64", "molecules (<= " APP_STR(MAXMOL) ")"),
+  OPT_LONG('s', "steps", "S", &STEPS, "3", "time steps"),
+  OPT_PRESETS('S', SIZES),
+  OPT_SWITCH('t', &TEST, "verify: rerun with one thread, compare energies and positions"),
+  OPT_END,
+};
 
 static uint64_t mix(uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -237,28 +239,12 @@ static struct world *make_world(long p) {
 static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-300 ? fabs(b) : 1.0); }
 
 int main(int argc, char **argv) {
-  int opt;
   MAIN_INITENV
-  while ((opt = getopt(argc, argv, "p:n:s:S:th")) != -1) {
-    char *end = NULL;
-    switch (opt) {
-      case 'p': P = strtol(optarg, &end, 10); break;
-      case 'n': NMOL = strtol(optarg, &end, 10); break;
-      case 's': STEPS = strtol(optarg, &end, 10); break;
-      case 'S':
-        if (strcmp(optarg, "small") == 0) NMOL = 64;
-        else if (strcmp(optarg, "seed") == 0) NMOL = 4096;
-        else { usage(stderr, argv[0]); return 2; }
-        break;
-      case 't': TEST = 1; break;
-      case 'h': usage(stdout, argv[0]); return 0;
-      default: usage(stderr, argv[0]); return 2;
-    }
-    if (end != NULL && (*end != '\0' || end == optarg)) { usage(stderr, argv[0]); return 2; }
-  }
-  if (optind != argc || P < 1 || P > ANL_MAX_THREADS || NMOL < 2 || NMOL > MAXMOL || P > NMOL ||
+  int rc = app_opts_parse(OPTS, argc, argv);
+  if (rc >= 0) return rc;
+  if (P < 1 || P > ANL_MAX_THREADS || NMOL < 2 || NMOL > MAXMOL || P > NMOL ||
       STEPS < 1 || STEPS > 100000) {
-    usage(stderr, argv[0]);
+    app_opts_usage(stderr, OPTS, argv[0]);
     return 2;
   }
   BOX = cbrt((double)NMOL); /* one molecule per unit volume */
