@@ -16,9 +16,10 @@
  *   int rc = app_opts_parse(OPTS, argc, argv);
  *   if (rc >= 0) return rc;
  *
- * Bad input (getopt's own message for an unknown flag or a missing value;
- * a value that is not all a number, an unknown preset, a stray argument)
- * prints the usage on stderr and gives exit status 2.
+ * Bad input (an unknown flag or a missing value, which getopt names; a
+ * value that is not all a number, an unknown preset, a stray argument,
+ * which the parser names) prints the usage on stderr and gives exit
+ * status 2.
  *
  * Not thread-safe (getopt): call from main before any thread starts.
  */
@@ -173,12 +174,14 @@ static inline int app_opts_parse(const struct app_opt *opts, int argc, char **ar
       const struct app_preset *p = o->presets, *last = o->presets + o->npresets;
       while (p != last && strcmp(p->name, optarg) != 0) p++;
       bad = p == last;
+      if (bad) fprintf(stderr, "%s: -%c %s: no such preset\n", argv[0], c, optarg);
       if (!bad && app_opt_apply(opts, p->flags) != 0) {
         fprintf(stderr, "%s: bad built-in preset %s: %s\n", argv[0], p->name, p->flags);
         return 2;
       }
     } else if (!bad) {
       bad = app_opt_set(o, optarg) != 0;
+      if (bad) fprintf(stderr, "%s: -%c '%s': not a number\n", argv[0], c, optarg);
     }
     if (bad) {
       app_opts_usage(stderr, opts, argv[0]);
@@ -186,6 +189,7 @@ static inline int app_opts_parse(const struct app_opt *opts, int argc, char **ar
     }
   }
   if (optind != argc) {
+    fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
     app_opts_usage(stderr, opts, argv[0]);
     return 2;
   }
