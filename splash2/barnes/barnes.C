@@ -23,7 +23,9 @@
  * energies to match within 1e-9 (relative); exit 3 otherwise.
  */
 MAIN_ENV
+#include "hash.h"
 #include "options.h"
+#include "rerun.h"
 #include <math.h>
 
 #define NLOCKS 2048
@@ -72,14 +74,6 @@ static const struct app_opt OPTS[] = {
   OPT_SWITCH('t', &TEST, "verify: rerun with one thread, compare positions and energies"),
   OPT_END,
 };
-
-static uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-static double unit(uint64_t i) { return (double)(mix(i) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* Plummer sphere, positions by inverse CDF, isotropic small velocities. */
 static void init_body(body_t *b, long i) {
@@ -307,8 +301,6 @@ static struct world *make_world(long p) {
   return w;
 }
 
-static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-300 ? fabs(b) : 1.0); }
-
 int main(int argc, char **argv) {
   MAIN_INITENV
   int rc = app_opts_parse(OPTS, argc, argv);
@@ -334,19 +326,11 @@ int main(int argc, char **argv) {
     struct world *ref = REF = make_world(1);
     W = ref;
     slave();
-    double de = 0.0, dx = 0.0;
-    for (long s = 0; s < STEPS; s++) {
-      if (rel(par->ekin[s], ref->ekin[s]) > de) de = rel(par->ekin[s], ref->ekin[s]);
-      if (rel(par->epot[s], ref->epot[s]) > de) de = rel(par->epot[s], ref->epot[s]);
-    }
-    for (long i = 0; i < NBODY; i++)
-      for (int d = 0; d < 3; d++) {
-        double x = fabs(par->body[i].pos[d] - ref->body[i].pos[d]);
-        if (x > dx) dx = x;
-      }
-    ok = de <= 1e-9 && dx <= 1e-9;
-    printf("vs 1 thread: energies %.3e (relative), positions %.3e (tolerance 1e-9)\n", de, dx);
-    printf("Verification: %s\n", ok ? "PASSED" : "FAILED");
+    double de = rerun_max_rel(0.0, par->ekin, ref->ekin, STEPS);
+    de = rerun_max_rel(de, par->epot, ref->epot, STEPS);
+    double dx = 0.0;
+    for (long i = 0; i < NBODY; i++) dx = rerun_max_abs(dx, par->body[i].pos, ref->body[i].pos, 3);
+    ok = RERUN_VERDICT(de, dx, 1e-9);
   }
   fflush(stdout);
   MAIN_END(ok ? 0 : 3);

@@ -17,6 +17,7 @@
  * exit 3 when either is off.
  */
 MAIN_ENV
+#include "hash.h"
 #include "options.h"
 #include <math.h>
 
@@ -56,14 +57,6 @@ static const struct app_opt OPTS[] = {
 };
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
-
-static uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-static double unit(uint64_t i) { return (double)(mix(i) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* In-place radix-2 FFT of one row of ROOTN points; sign -1 forward. */
 static void row_fft(cplx *a, int inverse) {

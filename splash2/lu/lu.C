@@ -20,6 +20,7 @@
  * exit 3 when either is off.
  */
 MAIN_ENV
+#include "hash.h"
 #include "options.h"
 #include <math.h>
 
@@ -48,17 +49,10 @@ static const struct app_opt OPTS[] = {
   OPT_END,
 };
 
-static uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 /* The original matrix: off-diagonal in [-1, 1), diagonal n + 1. */
 static double elem(long i, long j) {
   if (i == j) return (double)N + 1.0;
-  return (double)(mix((uint64_t)(i * N + j)) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  return 2.0 * unit((uint64_t)(i * N + j)) - 1.0;
 }
 
 static long owner(long I, long J) { return (I % PR) * PC + (J % PC); }

@@ -18,6 +18,7 @@
  * multiset (count, sum and a hash sum); exit 3 when it does not.
  */
 MAIN_ENV
+#include "hash.h"
 #include "options.h"
 
 #define MAX_LEVELS 12
@@ -53,12 +54,6 @@ static const struct app_opt OPTS[] = {
   OPT_END,
 };
 
-static uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 static unsigned key_of(long i) { return (unsigned)(mix((uint64_t)i) % (uint64_t)MAXKEY); }
 
 static void slave(void) {

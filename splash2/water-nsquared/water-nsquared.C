@@ -21,7 +21,9 @@
  * match is not bit-exact.
  */
 MAIN_ENV
+#include "hash.h"
 #include "options.h"
+#include "rerun.h"
 #include <math.h>
 
 #define MAXMOL 32768
@@ -66,14 +68,6 @@ static const struct app_opt OPTS[] = {
   OPT_SWITCH('t', &TEST, "verify: rerun with one thread, compare energies and positions"),
   OPT_END,
 };
-
-static uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-static double unit(uint64_t i) { return (double)(mix(i) >> 11) * (1.0 / 9007199254740992.0); }
 
 static double image(double d) {
   if (d > 0.5 * BOX) d -= BOX;
@@ -236,8 +230,6 @@ static struct world *make_world(long p) {
   return w;
 }
 
-static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-300 ? fabs(b) : 1.0); }
-
 int main(int argc, char **argv) {
   MAIN_INITENV
   int rc = app_opts_parse(OPTS, argc, argv);
@@ -266,20 +258,12 @@ int main(int argc, char **argv) {
     struct world *ref = REF = make_world(1);
     W = ref;
     slave();
-    double de = 0.0, dx = 0.0;
-    for (long s = 0; s < STEPS; s++) {
-      if (rel(par->epot[s], ref->epot[s]) > de) de = rel(par->epot[s], ref->epot[s]);
-      if (rel(par->ekin[s], ref->ekin[s]) > de) de = rel(par->ekin[s], ref->ekin[s]);
-    }
+    double de = rerun_max_rel(0.0, par->epot, ref->epot, STEPS);
+    de = rerun_max_rel(de, par->ekin, ref->ekin, STEPS);
+    double dx = 0.0;
     for (long i = 0; i < NMOL; i++)
-      for (int a = 0; a < NA; a++)
-        for (int c = 0; c < 3; c++) {
-          double d = fabs(par->mol[i].x[0][a][c] - ref->mol[i].x[0][a][c]);
-          if (d > dx) dx = d;
-        }
-    ok = de <= 1e-8 && dx <= 1e-8;
-    printf("vs 1 thread: energies %.3e (relative), positions %.3e (tolerance 1e-8)\n", de, dx);
-    printf("Verification: %s\n", ok ? "PASSED" : "FAILED");
+      for (int a = 0; a < NA; a++) dx = rerun_max_abs(dx, par->mol[i].x[0][a], ref->mol[i].x[0][a], 3);
+    ok = RERUN_VERDICT(de, dx, 1e-8);
   }
   fflush(stdout);
   MAIN_END(ok ? 0 : 3);
