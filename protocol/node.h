@@ -28,8 +28,9 @@
 //    local thread needs them, as far as that thread's new view requires.
 //  * Locks: a home per lock keeps the last requester; requests are forwarded
 //    to it, and it grants when done. Hand-offs between local threads cost no
-//    message. Waiters are served in arrival order, remote ones included, so a
-//    remote waiter is never starved by local traffic.
+//    message. Waiters are served in arrival order, remote ones included,
+//    except that at most kMaxLocalHandoffs local waiters go before a waiting
+//    remote one, so a remote waiter is never starved by local traffic.
 //  * Barriers: threads of a node, then node -> master (node 0) -> release.
 //
 // Modes (types.h, cumulative) move work from handlers onto one-sided ops:
@@ -150,6 +151,7 @@ class Node {
 
   // nil: local hand-offs in a row while a node holds a NIC lock, before it
   // gives the lock back so that remote waiters queued at the NIC get a turn.
+  // Other modes: local hand-offs while a remote successor waits.
   static constexpr uint32_t kMaxLocalHandoffs = 8;
 
   const NodeStats& stats() const { return stats_; }
