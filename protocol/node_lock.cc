@@ -115,7 +115,7 @@ void Node::ReleaseNicLock(LockId l, Lock& lk) {
 
 // Passes an idle token to whoever asked first: the oldest local waiter or the
 // remote successor; but while a remote successor waits, up to
-// kMaxLocalHandoffs local waiters may go first. A hand-off between nodes costs
+// kMaxLocalBypasses local waiters may go first. A hand-off between nodes costs
 // messages, wake-ups and usually a page fetch, one inside the node none; the
 // bound keeps a stream of local acquires from starving the remote waiter.
 void Node::HandOn(LockId l, Lock& lk) {
@@ -123,7 +123,7 @@ void Node::HandOn(LockId l, Lock& lk) {
   const bool remote_first =
       lk.remote_next &&
       (lk.waiters.empty() ||
-       (lk.remote_next->seq < lk.waiters.front().seq && lk.local_run >= kMaxLocalHandoffs));
+       (lk.remote_next->seq < lk.waiters.front().seq && lk.local_run >= kMaxLocalBypasses));
   if (remote_first) {
     GrantRemote(l, lk);
   } else if (!lk.waiters.empty()) {

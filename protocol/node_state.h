@@ -61,7 +61,7 @@ struct Node::Lock {
   VectorTime timestamp;  // view of the last releaser
   std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
   // Local hand-offs since the NIC grant (nil), or made while a remote
-  // successor waited (other modes).
+  // successor waited (other modes, kMaxLocalBypasses).
   uint32_t local_run = 0;
 
   struct Waiter {

@@ -105,10 +105,11 @@ std::string Placement(const Point& p, bool cyclic) {
 // Acquisitions of one mutex in all, split over the workers: 10^5 at every
 // point. One node: 0.05 s. Across nodes most acquisitions are local
 // hand-offs (a node passes the lock among its own threads up to
-// Node::kMaxLocalHandoffs times before a waiting remote one); a transfer
+// Node::kMaxLocalBypasses times before a waiting remote one); a transfer
 // between nodes costs 0.3-0.7 ms here. 4 nodes x 2 threads: 0.3-1 s when
-// the workers hardly overlap, ~10 s on a loaded machine when they all
-// contend (about 10^4 transfers).
+// the workers hardly overlap, ~7 s when they all contend (about 8000
+// transfers). 1 thread per node (--full only) has no local hand-offs:
+// up to 30 s on a loaded machine.
 int LockTotal(const Point&) { return 100000; }
 
 std::vector<Case> Cases() {

@@ -215,7 +215,7 @@ TEST(SimScenario, LocalLockHandoffCostsNoMessage) {
 }
 
 // Once the remote request has reached node 0, at most the local waiters
-// queued before it and kMaxLocalHandoffs more may go first. nil: once the
+// queued before it and kMaxLocalBypasses more may go first. nil: once the
 // remote LOCK has reached the NIC, node 0 finishes at most its current run
 // of local hand-offs and one more it queued at the NIC before.
 TEST(SimScenario, RemoteWaiterIsNotStarvedByLocalHandoffs) {
@@ -244,7 +244,7 @@ TEST(SimScenario, RemoteWaiterIsNotStarvedByLocalHandoffs) {
         after_arrival += g->granted_step > arrived;
       }
       const size_t bound = nic ? 2 * (Node::kMaxLocalHandoffs + 1)
-                               : Node::kMaxLocalHandoffs + run.config.threads - 1;
+                               : Node::kMaxLocalBypasses + run.config.threads - 1;
       EXPECT_LE(after_arrival, bound) << "seed " << seed;
       EXPECT_LE(after_request, 40u) << "seed " << seed;
       EXPECT_LT(it - r.lock_grants.begin(), static_cast<ptrdiff_t>(2 * run.scenario.count - 10))
