@@ -126,9 +126,14 @@ int MutexKind(pthread_mutex_t* m) {
 }
 
 // Owners of recursive and error-checking mutexes held on this node.
+struct Owner {
+  pthread_t thread;
+  unsigned count;
+  int kind;
+};
 struct Owners {
   std::mutex mu;
-  std::unordered_map<LockId, std::pair<pthread_t, unsigned>> held;
+  std::unordered_map<LockId, Owner> held;
 };
 Owners& OwnerTable() {
   static auto* o = new Owners;
@@ -152,23 +157,28 @@ int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
   return real_mutex_init.get()(m, attr);  // sets the kind in the object
 }
 
+// The kind is read only once the mutex is ours: before, its page may be
+// stale here, and reading it fetches a page that the acquire may invalidate
+// at once (a fetch per hand-off when the mutex shares a page with its data).
+// A recursive or error-checking mutex this thread holds is in the owner
+// table, so a relock needs no read either.
 int MutexLock(pthread_mutex_t* m) {
   RuntimeScope scope;
-  const int kind = MutexKind(m);
-  if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
+  {
     Owners& o = OwnerTable();
     std::lock_guard<std::mutex> l(o.mu);
     auto it = o.held.find(Id(m));
-    if (it != o.held.end() && it->second.first == pthread_self()) {
-      if (kind == PTHREAD_MUTEX_ERRORCHECK) return EDEADLK;
-      ++it->second.second;
+    if (it != o.held.end() && pthread_equal(it->second.thread, pthread_self())) {
+      if (it->second.kind == PTHREAD_MUTEX_ERRORCHECK) return EDEADLK;
+      ++it->second.count;
       return 0;
     }
   }
   Rt().Acquire(Id(m));
+  const int kind = MutexKind(m);
   if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
     std::lock_guard<std::mutex> l(OwnerTable().mu);
-    OwnerTable().held[Id(m)] = {pthread_self(), 1};
+    OwnerTable().held[Id(m)] = {pthread_self(), 1, kind};
   }
   return 0;
 }
@@ -189,16 +199,20 @@ int MutexTryLock(pthread_mutex_t* m) {
 
 int MutexTimedLock(pthread_mutex_t* m, const timespec*) { return MutexLock(m); }
 
+// Without reading the kind: a recursive or error-checking mutex held by this
+// thread is in the owner table; any other mutex this thread holds is normal,
+// and one it does not hold fails in Release.
 int MutexUnlock(pthread_mutex_t* m) {
   RuntimeScope scope;
-  const int kind = MutexKind(m);
-  if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
+  {
     Owners& o = OwnerTable();
     std::lock_guard<std::mutex> l(o.mu);
     auto it = o.held.find(Id(m));
-    if (it == o.held.end() || it->second.first != pthread_self()) return EPERM;
-    if (--it->second.second > 0) return 0;
-    o.held.erase(it);
+    if (it != o.held.end()) {
+      if (!pthread_equal(it->second.thread, pthread_self())) return EPERM;
+      if (--it->second.count > 0) return 0;
+      o.held.erase(it);
+    }
   }
   return Rt().Release(Id(m)) ? 0 : EPERM;
 }

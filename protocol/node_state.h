@@ -60,7 +60,9 @@ struct Node::Lock {
   bool requested = false;
   VectorTime timestamp;  // view of the last releaser
   std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
-  uint32_t local_run = 0;           // nil: local hand-offs since the NIC grant
+  // Local hand-offs since the NIC grant (nil), or made while a remote
+  // successor waited (other modes, kMaxLocalBypasses).
+  uint32_t local_run = 0;
 
   struct Waiter {
     ThreadId thread;

@@ -82,6 +82,8 @@ struct Case {
   std::function<bool(const Point&)> reduced;
   // Address space the case needs reserved, in GiB per node (probe).
   size_t reserve_gib_per_node = 0;
+  // Seconds a point may run, if more than --timeout.
+  int timeout_s = 0;
 };
 
 std::string Str(long v) { return std::to_string(v); }
@@ -102,11 +104,15 @@ std::string Placement(const Point& p, bool cyclic) {
   return s;
 }
 
-// Acquisitions of one mutex in all, split over the workers: 10^5 on one
-// node (0.05 s); across nodes each acquisition is a protocol hand-off of
-// about 0.3 ms on these machines (10^5 on 4 nodes x 2 threads: 29 s), so
-// multi-node points take the largest round count under ~10 s, 3 x 10^4.
-int LockTotal(const Point& p) { return p.nodes == 1 ? 100000 : 30000; }
+// Acquisitions of one mutex in all, split over the workers: 10^5 at every
+// point. One node: 0.05 s. Across nodes most acquisitions are local
+// hand-offs (a node passes the lock among its own threads up to
+// Node::kMaxLocalBypasses times before a waiting remote one); a transfer
+// between nodes costs 0.3-0.7 ms here. 4 nodes x 2 threads: 0.3-1 s when
+// the workers hardly overlap, ~7 s when they all contend (about 8000
+// transfers). With 1 thread per node (--full only) there is no local
+// hand-off: contended, every acquisition is a transfer, ~60 s on 4 nodes.
+int LockTotal(const Point&) { return 100000; }
 
 std::vector<Case> Cases() {
   using B = svm::prim::Backend;
@@ -223,6 +229,7 @@ std::vector<Case> Cases() {
     // The reduced matrix runs
     // the 1- and 4-node points with 2 threads per node on each backend.
     l.reduced = [](const Point& p) { return p.tpn == 2 && p.nodes != 2; };
+    l.timeout_s = 180;  // 4 nodes x 1 thread, contended: ~60 s (LockTotal)
   }
   litmus("mutex-kinds", "mutex_kinds", {"{P}"}, [](const Point& p) {
     const long w = p.workers();
@@ -343,6 +350,7 @@ struct Outcome {
 // Runs one point: svmrun with stdout and stderr in files of a scratch
 // directory, stdin from a file.
 Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
+  const int timeout_s = std::max(cfg.timeout_s, c.timeout_s);
   char tmpl[] = "/tmp/svm-runtime-XXXXXX";
   if (!mkdtemp(tmpl)) return {false, std::string("mkdtemp: ") + strerror(errno)};
   const fs::path scratch = tmpl;
@@ -353,7 +361,7 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
   }
   std::vector<std::string> argv = {cfg.svmrun,          "-n",        Str(p.nodes),
                                    "-t",                Str(p.tpn), "--fault",
-                                   svm::prim::ToString(p.fault), "--timeout", Str(cfg.timeout_s),
+                                   svm::prim::ToString(p.fault), "--timeout", Str(timeout_s),
                                    "--preload",         cfg.preload, "--mode", p.mode};
   for (const std::string& f : c.flags) argv.push_back(Expand(f, p, data));
   argv.push_back("--");
@@ -382,7 +390,7 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
     _exit(126);
   }
   // svmrun's --timeout ends a hung job; this is the backstop if svmrun hangs.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.timeout_s + 30);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 30);
   int wstatus = 0;
   while (waitpid(pid, &wstatus, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
@@ -401,7 +409,7 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
   if (status == 124) {
-    o.why = "timed out after " + Str(cfg.timeout_s) + " s";
+    o.why = "timed out after " + Str(timeout_s) + " s";
   } else if (status != c.status) {
     o.why = "exit status " + Str(status) + ", want " + Str(c.status);
   } else if (got != want) {

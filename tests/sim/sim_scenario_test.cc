@@ -215,9 +215,9 @@ TEST(SimScenario, LocalLockHandoffCostsNoMessage) {
 }
 
 // Once the remote request has reached node 0, at most the local waiters
-// queued before it may go first. nil: once the remote LOCK has reached the
-// NIC, node 0 finishes at most its current run of local hand-offs and one
-// more it queued at the NIC before.
+// queued before it and kMaxLocalBypasses more may go first. nil: once the
+// remote LOCK has reached the NIC, node 0 finishes at most its current run
+// of local hand-offs and one more it queued at the NIC before.
 TEST(SimScenario, RemoteWaiterIsNotStarvedByLocalHandoffs) {
   for (Mode mode : kModes) {
     SCOPED_TRACE(ToString(mode));
@@ -243,7 +243,8 @@ TEST(SimScenario, RemoteWaiterIsNotStarvedByLocalHandoffs) {
         after_request += g->granted_step > it->requested_step;
         after_arrival += g->granted_step > arrived;
       }
-      const size_t bound = nic ? 2 * (Node::kMaxLocalHandoffs + 1) : run.config.threads - 1;
+      const size_t bound = nic ? 2 * (Node::kMaxLocalHandoffs + 1)
+                               : Node::kMaxLocalBypasses + run.config.threads - 1;
       EXPECT_LE(after_arrival, bound) << "seed " << seed;
       EXPECT_LE(after_request, 40u) << "seed " << seed;
       EXPECT_LT(it - r.lock_grants.begin(), static_cast<ptrdiff_t>(2 * run.scenario.count - 10))
