@@ -287,11 +287,7 @@ void Runtime::HandlerLoop() {
     const bool poll = poll_hint_.load(std::memory_order_relaxed);
     const auto idle = poll ? std::chrono::milliseconds(1)
                            : rings_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(200);
-    // An application thread spinning in the runtime handles messages (and
-    // wakes this thread for runtime ones); a second spinner would only take
-    // a CPU from the threads it waits for.
-    const bool may_spin = spinning_waiters_.load(std::memory_order_relaxed) == 0;
-    if (nic_->recv_queue().WaitReady(idle, may_spin)) {
+    if (nic_->recv_queue().WaitReady(idle)) {
       std::lock_guard<std::mutex> d(dispatch_mu_);
       size_t n = nic_->recv_queue().Poll(batch);
       for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);

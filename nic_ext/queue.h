@@ -47,25 +47,16 @@ inline void CpuRelax() {
   __builtin_ia32_pause();
 #endif
 }
-// How often a spinning thread yields the CPU. With fewer cores than busy
-// threads, the thread that makes the spinner ready may be queued behind it on
-// the same core; a yield costs well under a microsecond when nobody is.
-inline constexpr std::chrono::nanoseconds kYieldEvery{5'000};
-
-// Spins until ready() or `until`; returns ready().
+// Spins until ready() or `until`; returns ready(). Yields the CPU now and then:
+// with 2 cores the thread that makes us ready may be queued behind us.
 template <typename F>
 bool SpinUntil(F ready, Clock::time_point until) {
-  auto next_yield = Clock::now() + kYieldEvery;
   for (uint32_t i = 1;; ++i) {
     if (ready()) return true;
     CpuRelax();
     if ((i & 63) == 0) {
-      const auto now = Clock::now();
-      if (now >= until) return ready();
-      if (now >= next_yield) {
-        sched_yield();
-        next_yield = now + kYieldEvery;
-      }
+      if (Clock::now() >= until) return ready();
+      if ((i & 1023) == 0) sched_yield();
     }
   }
 }
@@ -91,22 +82,17 @@ template <typename F>
 bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
   if (ready()) return true;
   d.Enter();
-  auto next_yield = Clock::now() + kYieldEvery;
-  for (;;) {
+  for (uint32_t i = 1;; ++i) {
     if (!d.Drive()) CpuRelax();
     if (ready()) {
       d.Leave(true);
       return true;
     }
-    const auto now = Clock::now();
-    if (now >= until) {
+    if (Clock::now() >= until) {
       d.Leave(false);
       return false;
     }
-    if (now >= next_yield) {
-      sched_yield();
-      next_yield = now + kYieldEvery;
-    }
+    if ((i & 255) == 0) sched_yield();
   }
 }
 }  // namespace internal
@@ -184,9 +170,8 @@ class WaitQueue {
   }
 
   // Waits (spin, drive, sleep: as Wait) up to `timeout` until the queue holds
-  // an item, and leaves it there. False on timeout. With may_spin false it
-  // goes to sleep at once: another thread is spinning on the queue already.
-  bool WaitReady(std::chrono::nanoseconds timeout, bool may_spin = true) {
+  // an item, and leaves it there. False on timeout.
+  bool WaitReady(std::chrono::nanoseconds timeout) {
     using internal::Clock;
     const auto start = Clock::now();
     const auto deadline = start + timeout;
@@ -194,7 +179,6 @@ class WaitQueue {
     if (ready()) return true;
     auto spin = [&](Clock::time_point until) { return Spin(ready, until); };
     if (policy_.mode == WaitMode::kBusyPoll) return spin(deadline);
-    if (!may_spin) return Sleep(deadline);
     auto budget = std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
     if (spin(std::min(deadline, start + budget))) {
       auto took = Clock::now() - start;
@@ -202,7 +186,11 @@ class WaitQueue {
       return true;
     }
     if (Clock::now() >= deadline) return false;
-    const bool got = Sleep(deadline);
+    std::unique_lock<std::mutex> l(mu_);
+    ++sleepers_;
+    const bool got = cv_.wait_until(l, deadline, [this] { return !items_.empty(); });
+    --sleepers_;
+    l.unlock();
     auto took = Clock::now() - start;
     if (got && took < internal::kMaxSpin) {
       Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
@@ -215,13 +203,6 @@ class WaitQueue {
   size_t size() const { return size_.load(std::memory_order_acquire); }
 
  private:
-  bool Sleep(internal::Clock::time_point deadline) {
-    std::unique_lock<std::mutex> l(mu_);
-    ++sleepers_;
-    const bool got = cv_.wait_until(l, deadline, [this] { return !items_.empty(); });
-    --sleepers_;
-    return got;
-  }
   template <typename F>
   bool Spin(F ready, internal::Clock::time_point until) {
     if (ready()) return true;

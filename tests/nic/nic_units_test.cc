@@ -111,21 +111,5 @@ TEST(WaitQueueTest, SleepingWaiterIsWoken) {
   t.join();
 }
 
-// WaitReady without spinning (another thread spins for it) sleeps and is
-// woken by the push; it times out when nothing comes.
-TEST(WaitQueueTest, WaitReadyWithoutSpinSleepsUntilPushed) {
-  WaitQueue<int> q;
-  EXPECT_FALSE(q.WaitReady(std::chrono::milliseconds(1), /*may_spin=*/false));
-  std::thread t([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    q.Push(9);
-  });
-  EXPECT_TRUE(q.WaitReady(std::chrono::seconds(30), /*may_spin=*/false));
-  int v = 0;
-  EXPECT_EQ(q.Poll({&v, 1}), 1u);  // WaitReady leaves the item
-  EXPECT_EQ(v, 9);
-  t.join();
-}
-
 }  // namespace
 }  // namespace svm::nic
