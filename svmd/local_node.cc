@@ -67,6 +67,33 @@ LocalNode::~LocalNode() {
   }
 }
 
+std::vector<std::vector<int>> DealCpus(const std::vector<int>& cpus, uint32_t count) {
+  std::vector<std::vector<int>> shares(count);
+  if (cpus.empty() || count == 0) return shares;
+  if (count >= cpus.size()) {
+    for (uint32_t i = 0; i < count; ++i) shares[i].push_back(cpus[i % cpus.size()]);
+  } else {
+    for (size_t k = 0; k < cpus.size(); ++k) shares[k * count / cpus.size()].push_back(cpus[k]);
+  }
+  return shares;
+}
+
+Status CpuShares(uint32_t count, std::vector<cpu_set_t>* shares) {
+  cpu_set_t mine;
+  if (::sched_getaffinity(0, sizeof(mine), &mine) != 0) return Status::Errno("sched_getaffinity", errno);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  shares->clear();
+  for (const std::vector<int>& share : DealCpus(cpus, count)) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    for (int c : share) CPU_SET(c, &s);
+    shares->push_back(s);
+  }
+  return Status::Ok();
+}
+
 Status LocalNode::Start(const SpawnSpec& spec) {
   // Everything the child needs is built before fork: after it, only
   // async-signal-safe calls.
@@ -117,6 +144,7 @@ Status LocalNode::Start(const SpawnSpec& spec) {
       if (fl < 0 || ::fcntl(keep, F_SETFD, fl & ~FD_CLOEXEC) < 0) err = errno;
     }
     if (err == 0 && cwd != nullptr && ::chdir(cwd) != 0) err = errno;
+    if (err == 0 && spec.cpus && ::sched_setaffinity(0, sizeof(cpu_set_t), &*spec.cpus) != 0) err = errno;
     if (err == 0) {
       ::execve(argv[0], argv.data(), envp.data());
       err = errno;

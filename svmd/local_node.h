@@ -5,13 +5,16 @@
 // (personality(ADDR_NO_RANDOMIZE)), the node in its own process group,
 // PR_SET_PDEATHSIG(SIGKILL) so it never outlives its launcher, default signal
 // dispositions and mask, stdout/stderr on pipes that the launcher splits into
-// lines, and stdin from a pipe (node 0) or /dev/null. Exit is watched through
-// a pidfd. Teardown signals the whole group. Not thread-safe: one owner.
+// lines, and stdin from a pipe (node 0) or /dev/null, optionally bound to a
+// set of CPUs. Exit is watched through a pidfd. Teardown signals the whole
+// group. Not thread-safe: one owner.
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,7 +45,15 @@ struct SpawnSpec {
   std::string cwd;                // empty: the launcher's
   bool stdin_pipe = false;        // true: stdin is a pipe (stdin_fd()); else /dev/null
   int inherit_fd = -1;            // one more descriptor the node keeps (SVM_KEY_FD)
+  std::optional<cpu_set_t> cpus;  // bind the node to these; none: the launcher's
 };
+
+// cpus dealt out to `count` node processes: a contiguous share each while
+// there are enough (the first ones get one more when they do not divide
+// evenly), else one CPU each, in turn.
+std::vector<std::vector<int>> DealCpus(const std::vector<int>& cpus, uint32_t count);
+// DealCpus over the CPUs this process may run on (--pin node).
+Status CpuShares(uint32_t count, std::vector<cpu_set_t>* shares);
 
 class LocalNode {
  public:

@@ -132,6 +132,10 @@ const OptionSpec kTable[] = {
        Status s = ParseRate(t, &o->net_bandwidth);
        return s.ok() ? s : Status::InvalidArgument("--net-bandwidth: " + s.message());
      }},
+    {"--pin", "SVM_PIN", "none",
+     "none|node: node binds each node process to its own share of the host's CPUs (several nodes "
+     "on one host then do not take each other's CPUs)",
+     false, CHOICE(kPins, pin, "--pin")},
     {"--preload", "SVM_PRELOAD", "", "runtime library to LD_PRELOAD, or 'none' for plain programs",
      false,
      [](const std::string& t, Options* o) {

@@ -45,6 +45,7 @@ inline constexpr Choice kTransports[] = {
 };
 inline constexpr Choice kHomes[] = {{"first-touch", true, ""}, {"cyclic", true, ""}, {"block", true, ""}};
 inline constexpr Choice kPlaces[] = {{"block", true, ""}, {"cyclic", true, ""}};
+inline constexpr Choice kPins[] = {{"none", true, ""}, {"node", true, ""}};
 inline constexpr Choice kLogLevels[] = {{"trace", true, ""}, {"debug", true, ""}, {"info", true, ""},
                                         {"warn", true, ""},  {"error", true, ""}, {"off", true, ""}};
 
@@ -81,6 +82,7 @@ struct Options {
   std::string preload;             // libsvm path, "none", or "" = default
   uint64_t net_latency_ns = 0;     // injected per frame at the receiving NIC; 0 = none
   uint64_t net_bandwidth = 0;      // bytes/s per connection; 0 = unlimited
+  std::string pin = "none";        // "node": each node process on its own share of the CPUs
   std::vector<std::string> program;  // after --
 };
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -161,10 +162,16 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     if (e.find('=') != std::string::npos) base.push_back(e);
   base.push_back("SVM_KEY_FILE=" + key_path_);
   base.push_back("SVM_CONTROL=" + req.control);
+  std::vector<cpu_set_t> shares;
+  if (std::find(req.env.begin(), req.env.end(), "SVM_PIN=node") != req.env.end()) {
+    if (s = CpuShares(uint32_t(req.node_ids.size()), &shares); !s.ok()) return s;
+  }
   Encoder pids;
   pids.U32(uint32_t(req.node_ids.size()));
-  for (uint32_t id : req.node_ids) {
+  for (size_t k = 0; k < req.node_ids.size(); ++k) {
+    const uint32_t id = req.node_ids[k];
     SpawnSpec spec;
+    if (!shares.empty()) spec.cpus = shares[k];
     spec.argv = req.argv;
     spec.argv[0] = program;
     spec.env = base;

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -174,6 +175,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_JOB_EPOCH=" + std::to_string(epoch_),
       "SVM_NET_LATENCY_NS=" + std::to_string(o_.net_latency_ns),
       "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth),
+      "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
@@ -278,9 +280,16 @@ Status Job::StartRemote() {
 
 Status Job::StartLocal() {
   auto sink = [this](uint32_t node, int stream, std::string_view line) { Emit(node, stream, line); };
+  std::vector<cpu_set_t> shares;
+  if (o_.pin == "node") {
+    const auto local = std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.host < 0; });
+    if (Status s = CpuShares(uint32_t(local), &shares); !s.ok()) return s;
+  }
+  size_t next_share = 0;
   for (Node& n : nodes_) {
     if (n.host >= 0) continue;
     SpawnSpec spec;
+    if (!shares.empty()) spec.cpus = shares[next_share++];
     spec.argv = o_.program;
     spec.argv[0] = program_;
     spec.env = CleanEnvironment();

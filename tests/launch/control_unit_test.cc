@@ -223,5 +223,19 @@ TEST(LineSplitter, LinesPartialsAndOverlong) {
   EXPECT_EQ(got[0].size(), LineSplitter::kMax + 1);
 }
 
+// --pin node: shares of the launcher's CPUs, contiguous while there are
+// enough, else one each in turn.
+TEST(DealCpus, SharesAreContiguousThenWrap) {
+  using V = std::vector<std::vector<int>>;
+  EXPECT_EQ(DealCpus({0, 1}, 2), (V{{0}, {1}}));
+  EXPECT_EQ(DealCpus({0, 1}, 4), (V{{0}, {1}, {0}, {1}}));
+  EXPECT_EQ(DealCpus({0, 1}, 3), (V{{0}, {1}, {0}}));
+  EXPECT_EQ(DealCpus({0, 1, 2, 3}, 2), (V{{0, 1}, {2, 3}}));
+  EXPECT_EQ(DealCpus({0, 1, 2, 3, 4}, 3), (V{{0, 1}, {2, 3}, {4}}));
+  EXPECT_EQ(DealCpus({2, 5, 7}, 1), (V{{2, 5, 7}}));  // the CPUs it was given, not 0..n
+  EXPECT_EQ(DealCpus({3}, 2), (V{{3}, {3}}));
+  EXPECT_EQ(DealCpus({0, 1}, 0), V{});
+}
+
 }  // namespace
 }  // namespace svm::svmd

@@ -2,9 +2,11 @@
 // loopback), driven through tests/launch/fake_node with --preload none.
 // No timing assertions: deadlines are generous and only bound a hang.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include "svmd/auth.h"
 #include "svmd/control_client.h"
+#include "svmd/local_node.h"
 #include "svmd/net.h"
 #include "tests/launch/launch_util.h"
 
@@ -151,6 +153,34 @@ TEST(Launch, NodeEnvironment) {
       << c.out;
   EXPECT_NE(c.out.find("1:1:block:uffd:tcp:first-touch:0x200000000000::key:ctl:epoch:1\n"), std::string::npos)
       << c.out;
+}
+
+// --pin node binds each node to its share of svmrun's CPUs (DealCpus).
+TEST(Launch, PinBindsEachNodeToItsShare) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  const uint32_t n = 3;
+  const auto shares = svmd::DealCpus(cpus, n);
+  Child c(SvmrunArgs({"-n", std::to_string(n), "--pin", "node"},
+                     {"/bin/sh", "-c", "echo node $SVM_NODE_ID: $(grep Cpus_allowed_list /proc/$$/status | cut -f2)"}));
+  c.CloseStdin();
+  EXPECT_EQ(c.ExitCode(), 0) << c.err;
+  for (uint32_t k = 0; k < n; ++k) {
+    // The kernel prints lists as ranges: 0-3,6.
+    std::string want;
+    for (size_t i = 0; i < shares[k].size();) {
+      size_t j = i;
+      while (j + 1 < shares[k].size() && shares[k][j + 1] == shares[k][j] + 1) ++j;
+      want += (want.empty() ? "" : ",") + std::to_string(shares[k][i]) +
+              (j > i ? "-" + std::to_string(shares[k][j]) : "");
+      i = j + 1;
+    }
+    EXPECT_NE(c.out.find("node " + std::to_string(k) + ": " + want + "\n"), std::string::npos)
+        << "want " << want << " in " << c.out;
+  }
 }
 
 // Bad flags: a clear message, a non-zero exit, and nothing started.
