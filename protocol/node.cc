@@ -153,11 +153,19 @@ Status Node::CheckNotices(const std::vector<WriteNotice>& notices,
     for (PageId p : n.pages)
       if (p >= config_.geometry.pages) return Status::OutOfRange("write notice beyond the region");
     if (n.interval <= known[n.node]) continue;
+    if (n.node == config_.self) return Status::Malformed("write notice of an interval this node has not closed");
     if (n.interval != known[n.node] + 1) return Status::Malformed("write notices leave a gap");
     known[n.node] = n.interval;
   }
   if (must_cover && !known.Covers(*must_cover))
     return Status::Malformed("timestamp ahead of the write notices that came with it");
+  return Status::Ok();
+}
+
+Status Node::CheckOwnIntervals(const VectorTime& t) const {
+  if (t.size() != nodes()) return Status::Malformed("timestamp of the wrong size");
+  if (t[config_.self] > log_.known()[config_.self])
+    return Status::Malformed("timestamp names an interval this node has not closed");
   return Status::Ok();
 }
 

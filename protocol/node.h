@@ -221,6 +221,10 @@ class Node {
   // that the bins would then cover that vector.
   Status CheckNotices(const std::vector<WriteNotice>& notices,
                       const VectorTime* must_cover) const;
+  // Checks that t names none of this node's own intervals beyond those it
+  // closed: no message can know of those. (dw and up, where a timestamp
+  // may run ahead of the deposits, the one thing that can be checked.)
+  Status CheckOwnIntervals(const VectorTime& t) const;
   // REQUIRES: CheckNotices(notices, ...).ok().
   void AddNotices(std::vector<WriteNotice>& notices);
   // dw: moves notices deposited by peers into the bins.

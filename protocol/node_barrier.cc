@@ -56,6 +56,7 @@ Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
   if (m.arrivals == 0 || m.arrivals > m.total) return Status::Malformed("barrier arrival count");
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("barrier arrival with notices in a depositing mode");
+    if (Status st = CheckOwnIntervals(m.known); !st.ok()) return st;
   } else if (Status st = CheckNotices(m.notices, &m.known); !st.ok()) {
     return st;
   }
@@ -104,6 +105,7 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
   if (it == barriers_.end()) return Status::InvalidArgument("release of a barrier nobody waits at");
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("barrier release with notices in a depositing mode");
+    if (Status st = CheckOwnIntervals(m.time); !st.ok()) return st;
     TakeDeposits();
     if (!log_.known().Covers(m.time)) {
       pending_releases_.push_back(std::move(m));

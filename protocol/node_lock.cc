@@ -213,6 +213,7 @@ Status Node::OnLockGrant(NodeId, LockGrant& m) {
     return Status::InvalidArgument("lock grant nobody asked for");
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("lock grant with notices in a depositing mode");
+    if (Status st = CheckOwnIntervals(m.timestamp); !st.ok()) return st;
   } else {
     if (Status st = CheckNotices(m.notices, &m.timestamp); !st.ok()) return st;
     AddNotices(m.notices);
@@ -225,7 +226,7 @@ Status Node::OnNicLockGranted(LockId l, const VectorTime& timestamp) {
   auto it = locks_.find(l);
   if (!AtNic(l) || it == locks_.end() || !it->second->requested || it->second->grant)
     return Status::InvalidArgument("NIC lock grant nobody asked for");
-  if (timestamp.size() != nodes()) return Status::Malformed("NIC lock timestamp of the wrong size");
+  if (Status st = CheckOwnIntervals(timestamp); !st.ok()) return st;
   AcceptGrant(l, *it->second, timestamp);
   return Status::Ok();
 }

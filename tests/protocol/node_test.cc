@@ -240,6 +240,18 @@ TEST(NodeTest, MalformedMessagesAreRejected) {
   EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(g, 0)).ok());
 }
 
+// No message can know of an interval of this node that it has not closed.
+TEST(NodeTest, NoticeOfOwnUnclosedIntervalIsMalformed) {
+  Cluster c(2, 1);
+  const LockId l = PinnedLock(1, 5);
+  ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kBlocked);
+  LockGrant forged{l, VectorTime(std::vector<IntervalId>{1, 0}), {{0, 1, {3}}}};
+  EXPECT_EQ(c.node(0).Receive(1, wire::Encode(forged, 0)).code(), Status::Code::kMalformed);
+  c.Drain();  // the real grant still comes
+  EXPECT_EQ(c.node(0).Acquire(0, l), Outcome::kDone);
+  c.node(0).Release(0, l);
+}
+
 TEST(NodeTest, PinnedLockLivesOnItsNamedNode) {
   Cluster c(4, 1);
   const LockId l = PinnedLock(3, 77);
@@ -349,6 +361,22 @@ NodeConfig ModeConfig(Mode mode, NodeId nodes, uint32_t threads) {
   c.threads = threads;
   c.mode = mode;
   return c;
+}
+
+// dw: a timestamp may run ahead of the deposits, and is waited for; but not
+// one naming an interval of this node's own that it has not closed, which
+// would be waited for forever.
+TEST(NodeModeTest, TimestampOfOwnUnclosedIntervalIsMalformed) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kDw, 2, 1), &h);
+  const LockId l = PinnedLock(1, 9);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  LockGrant forged{l, VectorTime(std::vector<IntervalId>{1, 0}), {}};
+  EXPECT_EQ(n.Receive(1, wire::Encode(forged, 0)).code(), Status::Code::kMalformed);
+  EXPECT_FALSE(n.NeedsPoll());
+  LockGrant ahead{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};  // node 1's, still coming
+  EXPECT_TRUE(n.Receive(1, wire::Encode(ahead, 0)).ok());
+  EXPECT_TRUE(n.NeedsPoll());
 }
 
 // dd: a grant naming a third node's interval waits until that node's notice
