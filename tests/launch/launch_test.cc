@@ -155,32 +155,39 @@ TEST(Launch, NodeEnvironment) {
       << c.out;
 }
 
-// --pin node binds each node to its share of svmrun's CPUs (DealCpus).
-TEST(Launch, PinBindsEachNodeToItsShare) {
+// --pin node: each node prints its CPUs, which must be its DealCpus share of
+// the launcher's (svmrun's, or svmd's: both run with this test's affinity;
+// every node of the job on one launcher).
+const std::vector<std::string> kPrintCpus = {
+    "/bin/sh", "-c", "echo node $SVM_NODE_ID: $(grep Cpus_allowed_list /proc/$$/status | cut -f2)"};
+
+void ExpectPinned(Child& c, uint32_t nodes) {
   cpu_set_t mine;
   ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
   std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
-  const uint32_t n = 3;
-  const auto shares = svmd::DealCpus(cpus, n);
-  Child c(SvmrunArgs({"-n", std::to_string(n), "--pin", "node"},
-                     {"/bin/sh", "-c", "echo node $SVM_NODE_ID: $(grep Cpus_allowed_list /proc/$$/status | cut -f2)"}));
-  c.CloseStdin();
-  EXPECT_EQ(c.ExitCode(), 0) << c.err;
-  for (uint32_t k = 0; k < n; ++k) {
-    // The kernel prints lists as ranges: 0-3,6.
-    std::string want;
-    for (size_t i = 0; i < shares[k].size();) {
+  for (int k = 0; k < CPU_SETSIZE; ++k)
+    if (CPU_ISSET(k, &mine)) cpus.push_back(k);
+  const auto shares = svmd::DealCpus(cpus, nodes);
+  for (uint32_t n = 0; n < nodes; ++n) {
+    const std::vector<int>& share = shares[n];
+    std::string want;  // as the kernel prints it: 0-3,6
+    for (size_t i = 0; i < share.size();) {
       size_t j = i;
-      while (j + 1 < shares[k].size() && shares[k][j + 1] == shares[k][j] + 1) ++j;
-      want += (want.empty() ? "" : ",") + std::to_string(shares[k][i]) +
-              (j > i ? "-" + std::to_string(shares[k][j]) : "");
+      while (j + 1 < share.size() && share[j + 1] == share[j] + 1) ++j;
+      want += (want.empty() ? "" : ",") + std::to_string(share[i]) +
+              (j > i ? "-" + std::to_string(share[j]) : "");
       i = j + 1;
     }
-    EXPECT_NE(c.out.find("node " + std::to_string(k) + ": " + want + "\n"), std::string::npos)
+    EXPECT_NE(c.out.find("node " + std::to_string(n) + ": " + want + "\n"), std::string::npos)
         << "want " << want << " in " << c.out;
   }
+}
+
+TEST(Launch, PinBindsEachNodeToItsShare) {
+  Child c(SvmrunArgs({"-n", "3", "--pin", "node"}, kPrintCpus));
+  c.CloseStdin();
+  EXPECT_EQ(c.ExitCode(), 0) << c.err;
+  ExpectPinned(c, 3);
 }
 
 // Bad flags: a clear message, a non-zero exit, and nothing started.
@@ -331,6 +338,14 @@ TEST_F(SvmdTest, RemoteJobOutputStdinAndExitCode) {
   EXPECT_EQ(c.ExitCode(), 6) << c.err;
   EXPECT_NE(c.out.find("[n0] n0 stdin: over the wire\n"), std::string::npos) << c.out;
   for (int k = 0; k < 3; ++k) EXPECT_NE(c.out.find("[n" + std::to_string(k) + "] n" + std::to_string(k) + " of 3"), std::string::npos);
+}
+
+// svmd deals its own nodes of the job out over its CPUs.
+TEST_F(SvmdTest, RemoteNodesArePinned) {
+  Child c(SvmrunArgs({"-n", "2", "--pin", "node", "--hosts", Hosts(1), "--key-file", key_}, kPrintCpus));
+  c.CloseStdin();
+  EXPECT_EQ(c.ExitCode(), 0) << c.err;
+  ExpectPinned(c, 2);
 }
 
 TEST_F(SvmdTest, RemoteNodeKilled) {
