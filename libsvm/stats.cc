@@ -338,8 +338,9 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.twins, s.diffs, s.diff_bytes,
-      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected, s.protections, node,
-      s.remote_reads, s.direct_diffs, s.notices_deposited, s.notices_taken, s.nic_locks, s.polls);
+      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
+      s.protections, node, s.remote_reads, s.direct_diffs, s.notices_deposited, s.notices_taken,
+      s.nic_locks, s.polls);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);
   for (uint32_t i = 0; i < n; ++i) {

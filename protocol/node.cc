@@ -153,7 +153,8 @@ Status Node::CheckNotices(const std::vector<WriteNotice>& notices,
     for (PageId p : n.pages)
       if (p >= config_.geometry.pages) return Status::OutOfRange("write notice beyond the region");
     if (n.interval <= known[n.node]) continue;
-    if (n.node == config_.self) return Status::Malformed("write notice of an interval this node has not closed");
+    if (n.node == config_.self)
+      return Status::Malformed("write notice of an interval this node has not closed");
     if (n.interval != known[n.node] + 1) return Status::Malformed("write notices leave a gap");
     known[n.node] = n.interval;
   }

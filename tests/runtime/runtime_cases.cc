@@ -112,7 +112,7 @@ std::string Placement(const Point& p, bool cyclic) {
 // the workers hardly overlap, ~7 s when they all contend (about 8000
 // transfers). With 1 thread per node (--full only) there is no local
 // hand-off: contended, every acquisition is a transfer, ~60 s on 4 nodes.
-int LockTotal(const Point&) { return 100000; }
+constexpr long kLockTotal = 100000;
 
 std::vector<Case> Cases() {
   using B = svm::prim::Backend;
@@ -224,12 +224,12 @@ std::vector<Case> Cases() {
   }
   {
     Case& l = litmus("lock-1e5", "counter", {"{P}", "{lock_iters}"}, [](const Point& p) {
-      return Lines{"counter " + Str(long(LockTotal(p) / p.workers()) * p.workers())};
+      return Lines{"counter " + Str(kLockTotal / p.workers() * p.workers())};
     });
     // The reduced matrix runs
     // the 1- and 4-node points with 2 threads per node on each backend.
     l.reduced = [](const Point& p) { return p.tpn == 2 && p.nodes != 2; };
-    l.timeout_s = 180;  // 4 nodes x 1 thread, contended: ~60 s (LockTotal)
+    l.timeout_s = 180;  // 4 nodes x 1 thread, contended: ~60 s (kLockTotal)
   }
   litmus("mutex-kinds", "mutex_kinds", {"{P}"}, [](const Point& p) {
     const long w = p.workers();
@@ -324,7 +324,7 @@ std::string Expand(const std::string& s, const Point& p, const std::string& dir)
   if (s == "{P}") return Str(p.workers());
   if (s == "{dir}") return dir;
   if (s == "{region16G}") return Str(16L * p.nodes) + "G";
-  if (s == "{lock_iters}") return Str(LockTotal(p) / p.workers());
+  if (s == "{lock_iters}") return Str(kLockTotal / p.workers());
   return s;
 }
 
