@@ -226,11 +226,18 @@ std::span<uint8_t> Runtime::Frame(PageId p) {
   return {reinterpret_cast<uint8_t*>(s.region->ProtoPage(p - s.first)), page};
 }
 
-void Runtime::Protect(PageId p, Prot prot) {
+// A run may cross from one segment into the next, or past the globals' last
+// page into ids no memory backs (the Node maps runs ahead): only the pages
+// that exist are changed.
+void Runtime::Protect(PageId first, size_t count, Prot prot) {
   stats::Scope timing(stats::Category::kProtect);
-  Segment& s = SegmentOf(p);
-  if (int err = s.trap->Protect(p - s.first, 1, prot); err != 0)
-    Die(s.trap->ProtectStatus(p - s.first, 1, prot).ToString());
+  const PageId end = first + count;
+  for (auto& s : segments_) {
+    const PageId from = std::max(first, s->first), to = std::min(end, s->first + s->pages());
+    if (from >= to) continue;
+    if (int err = s->trap->Protect(from - s->first, to - from, prot); err != 0)
+      Die(s->trap->ProtectStatus(from - s->first, to - from, prot).ToString());
+  }
 }
 
 }  // namespace svm::rt

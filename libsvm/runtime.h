@@ -127,13 +127,14 @@ class Runtime final : public Host {
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override;
-  void Protect(PageId p, Prot prot) override;
+  void Protect(PageId first, size_t count, Prot prot) override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
 
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
-  void ReadPage(NodeId home, PageId p) override;
+  uint64_t& SharedMark(PageId p) override;
+  void ReadPage(NodeId home, PageId p, bool mark) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
@@ -234,6 +235,7 @@ class Runtime final : public Host {
   static constexpr uint32_t kDepositHeads = 6;
   static constexpr uint32_t kLockClaims = 7;     // nil: LockId + 1 per LockNo
   static constexpr uint32_t kLockStamps = 8;     // nil: nodes IntervalIds per LockNo
+  static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
 
   Options opts_;
   Geometry geometry_;
@@ -273,6 +275,7 @@ class Runtime final : public Host {
   // Exported memory and one-sided operations.
   IntervalId* versions_ = nullptr;  // geometry_.pages x nodes, mapped lazily
   size_t versions_bytes_ = 0;
+  uint64_t* marks_ = nullptr;       // geometry_.pages words, mapped lazily
   uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
   IntervalId* lock_stamps_ = nullptr;   // nic::kMaxLocks x nodes
   std::unique_ptr<NoticeRings> rings_;  // dw and up

@@ -78,6 +78,7 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
 // records the pages written as a write notice of the new interval (dw:
 // deposited at every other node as well).
 void Node::CloseInterval() {
+  TrackMarked();
   if (dirty_.empty()) return;
   const NodeId self = config_.self;
   const IntervalId interval = log_.known()[self] + 1;
