@@ -62,6 +62,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "protocol/geometry.h"
@@ -188,6 +189,21 @@ class Node {
   void SetVersion(PageId p, NodeId writer, IntervalId interval);
   Prot DesiredProtection(PageId p, const Page& pg) const;
   void SyncProtection(PageId p, Page& pg);
+  // While one lives, SyncProtection only records its changes; the last to
+  // go makes them, a run of pages per Host::Protect.
+  class ProtectionBatch {
+   public:
+    explicit ProtectionBatch(Node* n) : n_(n) { ++n_->batching_; }
+    ~ProtectionBatch() {
+      if (--n_->batching_ == 0) n_->FlushProtections();
+    }
+    ProtectionBatch(const ProtectionBatch&) = delete;
+    ProtectionBatch& operator=(const ProtectionBatch&) = delete;
+
+   private:
+    Node* n_;
+  };
+  void FlushProtections();
   // Whether another node marked home page p as held (Host::SharedMark).
   bool Marked(PageId p) const;
   void Mark(PageId p);
@@ -261,6 +277,8 @@ class Node {
   std::unordered_map<PageId, std::unique_ptr<Page>> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
   std::vector<PageId> untracked_;      // home pages only this node holds
+  int batching_ = 0;                   // live ProtectionBatch objects
+  std::vector<std::pair<PageId, Prot>> batch_;  // protections they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;

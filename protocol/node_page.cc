@@ -54,9 +54,32 @@ Prot Node::DesiredProtection(PageId p, const Page& pg) const {
 void Node::SyncProtection(PageId p, Page& pg) {
   const Prot want = DesiredProtection(p, pg);
   if (want == pg.prot) return;
-  host_->Protect(p, 1, want);
   pg.prot = want;
+  if (batching_ > 0) {
+    batch_.push_back({p, want});
+    return;
+  }
+  host_->Protect(p, 1, want);
   stats_.protections++;
+}
+
+// One Host::Protect per run of neighbouring pages that end with the same
+// protection; a page changed twice in the batch keeps its last change.
+void Node::FlushProtections() {
+  std::stable_sort(batch_.begin(), batch_.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::pair<PageId, Prot>> last;
+  for (size_t i = 0; i < batch_.size(); ++i)
+    if (i + 1 == batch_.size() || batch_[i + 1].first != batch_[i].first) last.push_back(batch_[i]);
+  batch_.clear();
+  for (size_t i = 0; i < last.size();) {
+    size_t j = i + 1;
+    while (j < last.size() && last[j].first == last[j - 1].first + 1 && last[j].second == last[i].second)
+      ++j;
+    host_->Protect(last[i].first, j - i, last[i].second);
+    stats_.protections++;
+    i = j;
+  }
 }
 
 bool Node::Marked(PageId p) const {

@@ -288,6 +288,21 @@ TEST(NodeTest, SequentialFirstTouchesMapARunAhead) {
   EXPECT_EQ(c.node(0).stats().untracked_pages, 8u);
 }
 
+// Releases and acquires change protections a run of pages at a time.
+TEST(NodeTest, ProtectionChangesGoInRuns) {
+  Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7
+  for (PageId p = 0; p < 4; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), 0);  // tracked from now on
+  for (PageId p = 0; p < 4; ++p) c.Write(0, 0, p, 0, 1);
+  const int before0 = c.host(0).protect_calls, before1 = c.host(1).protect_calls;
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.host(0).protect_calls - before0, 1);  // pages 0-3 write-protected at once
+  EXPECT_EQ(c.host(1).protect_calls - before1, 1);  // and invalidated at once
+  for (PageId p = 0; p < 4; ++p) {
+    EXPECT_EQ(c.host(0).prot(p), Prot::kRead);
+    EXPECT_EQ(c.Read(1, 0, p, 0), 1);
+  }
+}
+
 TEST(NodeTest, MalformedMessagesAreRejected) {
   Cluster c(2, 1);
   std::vector<uint8_t> junk(40, 0xab);
