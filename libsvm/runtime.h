@@ -50,8 +50,10 @@ namespace svm::rt {
 // Most threads one node runs at a time (application threads, plus a slot for
 // each runtime thread that ever enters the protocol).
 inline constexpr uint32_t kMaxSlots = 256;
-// Largest .data + .bss shared (pages after the heap region's in the Node).
-inline constexpr uint64_t kMaxGlobalsPages = 1u << 16;
+// Largest .data + .bss shared (pages after the heap region's in the Node):
+// 256 GiB. The Node's page ids are fixed before the globals are mapped; the
+// reservation costs only address space (the per-page tables are lazy).
+inline constexpr uint64_t kMaxGlobalsPages = 1ull << 26;
 
 // How long a blocked thread spins before it sleeps (a wake-up from the other
 // CPU costs ~50 us here); while it spins it handles protocol messages itself
