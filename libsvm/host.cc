@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "libsvm/fragment.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
@@ -191,6 +192,11 @@ void Runtime::PrepareBuffer(const void* addr, size_t len, Access a) {
 }
 
 void Runtime::Send(NodeId to, std::vector<uint8_t> bytes) {
+  if (bytes.size() <= opts_.max_send) return PostSend(to, std::move(bytes));
+  for (std::vector<uint8_t>& f : Fragment(std::move(bytes), opts_.max_send)) PostSend(to, std::move(f));
+}
+
+void Runtime::PostSend(NodeId to, std::vector<uint8_t> bytes) {
   const uint64_t id = next_wr_++;
   std::vector<uint8_t>& buf = in_flight_[id] = std::move(bytes);
   nic::Sge sge{buf.data(), uint32_t(buf.size())};

@@ -243,6 +243,7 @@ Status Runtime::Connect() {
   geometry_.page_size = kMinPageSize;
   geometry_.nodes = opts_.nodes;
   geometry_.pages = heap.pages();
+  reassembler_ = std::make_unique<Reassembler>(opts_.nodes);
 
   if (opts_.nodes > 1) {
     svmd::ControlConfig cc;
@@ -345,6 +346,12 @@ bool Runtime::DispatchWhileWaiting() {
 
 void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
   stats::Scope timing(stats::Category::kHandler);
+  bool whole = false;
+  if (Status st = reassembler_->Feed(from, &bytes, &whole); !st.ok()) {
+    spdlog::error("message from node {} refused: {}", from, st.ToString());
+    return;
+  }
+  if (!whole) return;  // a fragment; the rest follows
   wire::Header h;
   if (!wire::DecodeHeader(bytes, &h).ok() || IsProtocolMessage(h.type)) {
     std::lock_guard<std::mutex> l(mu_);

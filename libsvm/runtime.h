@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "libsvm/alloc/heap.h"
+#include "libsvm/fragment.h"
 #include "libsvm/notice_ring.h"
 #include "libsvm/options.h"
 #include "libsvm/prim/fault.h"
@@ -174,6 +175,8 @@ class Runtime final : public Host {
   void Dispatch(NodeId from, std::vector<uint8_t>& bytes);
   void OnRuntimeMessage(NodeId from, Message& m);
   void SendMessage(NodeId to, const Message& m);
+  // One SEND of at most opts_.max_send bytes (Send fragments longer ones).
+  void PostSend(NodeId to, std::vector<uint8_t> bytes);
   // Frees SEND buffers whose completions arrived. REQUIRES: mu_ held.
   void ReapSends();
   [[noreturn]] void NetworkFailed(const std::string& what);
@@ -266,6 +269,7 @@ class Runtime final : public Host {
   // the handler thread or a waiting thread: one dispatcher at a time, so
   // messages are handled in arrival order. Taken before mu_, never after.
   std::mutex dispatch_mu_;
+  std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
