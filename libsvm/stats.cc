@@ -139,6 +139,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["notices_taken"] = s.notices_taken;
   j["nic_locks"] = s.nic_locks;
   j["polls"] = s.polls;
+  j["fault_delivery_ns"] = FaultDeliveryNs();  // per node, not a count: see doc/stats.md
   nlohmann::json messages = nlohmann::json::object();
   uint64_t total = 0, total_bytes = 0;
   for (uint16_t i = 1; i <= kMessageTypeCount; ++i) {
@@ -228,6 +229,21 @@ void ThreadStats::Leave(Category prev) {
   Flush(NowNs());
   cur.store(uint8_t(prev), std::memory_order_relaxed);
 }
+
+void ThreadStats::Move(Category from, Category to, uint64_t n) {
+  auto& a = ns[size_t(from)];
+  auto& b = ns[size_t(to)];
+  const uint64_t have = a.load(std::memory_order_relaxed), m = std::min(have, n);
+  a.store(have - m, std::memory_order_relaxed);
+  b.store(b.load(std::memory_order_relaxed) + m, std::memory_order_relaxed);
+}
+
+namespace {
+std::atomic<uint64_t> g_fault_delivery_ns{0};
+}  // namespace
+
+void SetFaultDeliveryNs(uint64_t ns) { g_fault_delivery_ns.store(ns, std::memory_order_relaxed); }
+uint64_t FaultDeliveryNs() { return g_fault_delivery_ns.load(std::memory_order_relaxed); }
 
 void Enable() { g_enabled.store(true); }
 bool Enabled() { return g_enabled.load(std::memory_order_relaxed); }

@@ -92,6 +92,8 @@ struct ThreadStats {
   // Switches to c; returns the category left.
   Category Enter(Category c);
   void Leave(Category prev);
+  // Moves up to n ns already charged to `from` over to `to`.
+  void Move(Category from, Category to, uint64_t n);
   void Count(Counter c, uint64_t n = 1) {
     auto& a = counters[size_t(c)];
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -112,11 +114,22 @@ void EndThread();
 // The calling thread's record, or nullptr.
 ThreadStats* Current();
 
+// The kernel's part of delivering one fault on this node's backend
+// (prim::MeasureFaultDelivery, at start when recording is on; 0 before).
+void SetFaultDeliveryNs(uint64_t ns);
+uint64_t FaultDeliveryNs();
+
 // Charges the enclosing stretch of runtime work to a category.
 class Scope {
  public:
-  explicit Scope(Category c) : t_(Current()) {
+  explicit Scope(Category c) : t_(Current()), cat_(c) {
     if (t_) prev_ = t_->Enter(c);
+  }
+  // Time that ran before the scope but belongs to it (a fault's delivery by
+  // the kernel, before the handler ran): taken from what the thread did
+  // before, usually compute.
+  void ClaimEarlier(uint64_t ns) {
+    if (t_) t_->Move(prev_, cat_, ns);
   }
   ~Scope() {
     if (t_) t_->Leave(prev_);
@@ -128,6 +141,7 @@ class Scope {
   struct NoSwitch {};
   explicit Scope(NoSwitch) : t_(Current()) {}
   ThreadStats* t_;
+  Category cat_ = Category::kCompute;
   Category prev_ = Category::kCompute;
 };
 

@@ -1,14 +1,18 @@
 #include "libsvm/prim/fault.h"
 
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "libsvm/prim/fault_backends.h"
 
@@ -146,6 +150,57 @@ void Prefault(const void* addr, size_t len, Access access) {
       (void)__atomic_load_n(b, __ATOMIC_RELAXED);
     }
   }
+}
+
+}  // namespace svm::prim
+
+namespace svm::prim {
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Opens the page read-write and notes how long that took.
+class TimingHandler final : public FaultHandler {
+ public:
+  void OnFault(PageId page, Access) override {
+    const int64_t t0 = MonotonicNs();
+    trap->Protect(page, 1, Prot::kReadWrite);
+    handler_ns.store(MonotonicNs() - t0, std::memory_order_release);
+  }
+  FaultTrap* trap = nullptr;
+  std::atomic<int64_t> handler_ns{0};
+};
+
+}  // namespace
+
+Status MeasureFaultDelivery(Backend b, int faults, uint64_t* ns) {
+  std::unique_ptr<Region> region;
+  RegionOptions ro;
+  ro.size = size_t(getpagesize());
+  ro.name = "svm-calibrate";
+  if (Status st = Region::Create(ro, &region); !st.ok()) return st;
+  TimingHandler handler;
+  std::unique_ptr<FaultTrap> trap;
+  if (Status st = FaultTrap::Open(b, region.get(), &handler, &trap); !st.ok()) return st;
+  handler.trap = trap.get();
+  volatile const char* page = region->app();
+  std::vector<int64_t> samples;
+  for (int i = 0; i < faults; ++i) {
+    if (int err = trap->Protect(0, 1, Prot::kNone); err != 0)
+      return Status::Unsupported(std::string("calibrating faults: ") + strerror(err));
+    const int64_t t0 = MonotonicNs();
+    (void)*page;
+    const int64_t t = MonotonicNs() - t0 - handler.handler_ns.load(std::memory_order_acquire);
+    samples.push_back(std::max<int64_t>(t, 0));
+  }
+  if (samples.empty()) return Status::InvalidArgument("no faults to measure");
+  std::nth_element(samples.begin(), samples.begin() + ptrdiff_t(samples.size() / 2), samples.end());
+  *ns = uint64_t(samples[samples.size() / 2]);
+  return Status::Ok();
 }
 
 }  // namespace svm::prim
