@@ -194,6 +194,40 @@ TEST(NodeTest, LocalHandoffSendsNoMessage) {
   EXPECT_EQ(c.node(1).stats().local_acquires, local + 1);
 }
 
+// A timed lock gives up (pthread_mutex_timedlock's ETIMEDOUT): the token
+// that arrives for nobody stays idle at the node, and the next acquire there
+// needs no message; the lock still reaches another node afterwards.
+TEST(NodeTest, CancelledAcquireLeavesTheTokenUsable) {
+  Cluster c(2, 2);
+  const LockId l = 0x3000;
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  ASSERT_EQ(c.node(1).Acquire(0, l), Outcome::kBlocked);
+  c.Drain();
+  EXPECT_TRUE(c.node(1).CancelAcquire(0, l));
+  c.node(0).Release(0, l);
+  c.Drain();
+  EXPECT_FALSE(c.node(1).Holds(0, l));
+  EXPECT_FALSE(c.node(1).HeldLocally(l));
+  const size_t before = c.sent;
+  c.Complete([&] { return c.node(1).Acquire(1, l); });
+  EXPECT_EQ(c.sent, before);
+  c.Write(1, 1, 3, 7, 5);
+  c.node(1).Release(1, l);
+  c.Complete([&] { return c.node(0).Acquire(1, l); });
+  EXPECT_EQ(c.Read(0, 1, 3, 7), 5);
+  c.node(0).Release(1, l);
+}
+
+// A cancel that comes after the grant reports the lock as held.
+TEST(NodeTest, CancelAfterGrantKeepsTheLock) {
+  Cluster c(2, 1);
+  const LockId l = 0x3100;
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  EXPECT_FALSE(c.node(1).CancelAcquire(0, l));
+  EXPECT_TRUE(c.node(1).Holds(0, l));
+  c.node(1).Release(0, l);
+}
+
 TEST(NodeTest, DirtyPageSurvivesSafeFetch) {
   Cluster c(3, 2);
   const LockId a = 0x10, b = 0x20;
