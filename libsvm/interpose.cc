@@ -52,7 +52,9 @@ int svm_nodes(void) { return NodeCount(); }
 
 // Synchronisation: the runtime's for program threads, glibc's otherwise
 // (the runtime's own threads and locks).
+#include <fcntl.h>
 #include <semaphore.h>
+#include <stdarg.h>
 
 #include "libsvm/sync.h"
 
@@ -107,6 +109,7 @@ SVM_SYNC(int, sem_post, (sem_t* s), (s), SemPost)
 SVM_SYNC(int, sem_getvalue, (sem_t* s, int* v), (s, v), SemGetValue)
 SVM_SYNC(int, sem_destroy, (sem_t* s), (s), SemDestroy)
 SVM_SYNC(int, pthread_once, (pthread_once_t* o, void (*f)()), (o, f), Once)
+extern "C" sem_t* sem_open(const char* n, int f, ...) { va_list ap; va_start(ap, f); mode_t m = f & O_CREAT ? va_arg(ap, mode_t) : 0; unsigned v = f & O_CREAT ? va_arg(ap, unsigned) : 0; va_end(ap); return SemOpen(n, f, m, v); }
 
 // System calls and stdio calls that move data between the kernel and program
 // memory: their buffers are made accessible first (syscalls.h).
@@ -311,6 +314,8 @@ SVM_GATE(ssize_t, getrandom, (void* b, size_t n, unsigned f), (b, n, f), SVM_B(O
 SVM_GATE(int, sched_getaffinity, (pid_t p, size_t n, cpu_set_t* s), (p, n, s), SVM_B(Out(s, n)))
 SVM_GATE(int, sched_setaffinity, (pid_t p, size_t n, const cpu_set_t* s), (p, n, s), SVM_B(In(s, n)))
 SVM_GATE(int, sigprocmask, (int h, const sigset_t* s, sigset_t* o), (h, s, o), SVM_B(InOf(s), OutOf(o)))
+SVM_NEXT_FN(real_pthread_sigmask, int (*)(int, const sigset_t*, sigset_t*), "pthread_sigmask");
+extern "C" int pthread_sigmask(int h, const sigset_t* s, sigset_t* o) { return GateErr({InOf(s), OutOf(o)}, [&] { return real_pthread_sigmask.get()(h, s, o); }); }
 SVM_GATE(int, sigpending, (sigset_t* s), (s), SVM_B(OutOf(s)))
 SVM_GATE(int, sigsuspend, (const sigset_t* s), (s), SVM_B(InOf(s)))
 SVM_GATE(FILE*, fopen, (const char* p, const char* m), (p, m), SVM_B(Str(p), Str(m)))

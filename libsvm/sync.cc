@@ -517,6 +517,20 @@ int SemGetValue(sem_t* s, int* out) {
 
 int SemDestroy(sem_t*) { return 0; }
 
+// A named semaphore lives in a file each node maps privately: svm cannot
+// make it job-wide, so a program thread is refused.
+SVM_NEXT_FN(real_sem_open, sem_t* (*)(const char*, int, ...), "sem_open");
+sem_t* SemOpen(const char* name, int oflag, mode_t mode, unsigned value) {
+  if (Managed()) {
+    static const char kMsg[] =
+        "svm: sem_open (named semaphores) is not supported: use sem_init on shared memory\n";
+    (void)!write(2, kMsg, sizeof(kMsg) - 1);
+    errno = ENOTSUP;
+    return SEM_FAILED;
+  }
+  return real_sem_open.get()(name, oflag, mode, value);
+}
+
 // ---- once ----
 
 int Once(pthread_once_t* once, void (*init)()) {

@@ -66,6 +66,8 @@ int SemClockWait(sem_t* s, clockid_t clock, const timespec* abstime);
 int SemPost(sem_t* s);
 int SemGetValue(sem_t* s, int* value);
 int SemDestroy(sem_t* s);
+// Refused for program threads (ENOTSUP and a one-line message).
+sem_t* SemOpen(const char* name, int oflag, mode_t mode, unsigned value);
 
 int Once(pthread_once_t* once, void (*init)());
 

@@ -13,6 +13,8 @@
 
 #include "prog.h"
 
+int svm_nodes(void) __attribute__((weak));
+
 /* Whether svm runs the program (the weak probe resolved). */
 static inline int under_svm(void) { return svm_node_id != 0; }
 

@@ -2,7 +2,8 @@
  * internal calls that bypass the pthread symbols, so svm routes each one:
  * thrd_create places threads like pthread_create, mtx/cnd synchronise
  * job-wide, tss keys and destructors work on every node, call_once runs
- * once, thrd_sleep takes a shared duration, mtx_timedlock times out. */
+ * once, thrd_sleep takes a shared duration, mtx_timedlock times out.
+ * Under svm with one thread per node, thread i must run on node i % N. */
 #include <threads.h>
 
 #include "posix.h"
@@ -13,6 +14,7 @@ static tss_t key;
 static once_flag once = ONCE_FLAG_INIT;
 static long counter, inits, destroyed, arrived;
 static long values[MAX_WORKERS];
+static int nodes[MAX_WORKERS];
 static struct timespec nap = {0, 1000000};
 static int workers;
 
@@ -26,6 +28,7 @@ static void destroy(void* v) {
 static int work(void* arg) {
   const long i = (long)arg;
   call_once(&once, init);
+  nodes[i] = node_id();
   values[i] = i;
   CHECK(tss_set(key, &values[i]) == thrd_success && tss_get(key) == &values[i], "tss");
   CHECK(thrd_sleep(&nap, NULL) == 0, "thrd_sleep");
@@ -57,13 +60,16 @@ int main(int argc, char** argv) {
     sum += r;
   }
   CHECK(sum == 3L * p * (p - 1) / 2, "results %ld", sum);
+  /* Placed as pthread_create places them (the suite runs 1 thread per node). */
+  for (int i = 1; i < p && under_svm() && svm_nodes; ++i)
+    CHECK(nodes[i] == i % svm_nodes(), "thread %d ran on node %d", i, nodes[i]);
   CHECK(counter == 50L * p, "counter %ld", counter);
   CHECK(inits == 1, "call_once ran %ld times", inits);
   CHECK(destroyed == (long)p * (p - 1) / 2, "tss destructors %ld", destroyed);
   CHECK(thrd_equal(thrd_current(), thrd_current()), "thrd_current");
   CHECK(mtx_lock(&timed) == thrd_success, "lock timed");
   struct timespec d = in_ms(CLOCK_REALTIME, 30);
-  CHECK(mtx_timedlock(&timed, &d) == thrd_timedout, "mtx_timedlock held by self... timed out");
+  CHECK(mtx_timedlock(&timed, &d) == thrd_timedout, "mtx_timedlock of a mutex this thread holds");
   mtx_unlock(&timed);
   printf("posix_c11 ok\n");
   return 0;

@@ -3,8 +3,11 @@
  * CLOCK_MONOTONIC times out on that clock; pthread_cond_clockwait and
  * sem_clockwait take their clock as an argument; a bad clock is EINVAL.
  * Then a round of hand-offs across the workers: each waits, with a far
- * deadline, for its predecessor's post and signal. */
+ * deadline, for its predecessor's post and signal. sem_open is refused
+ * under svm (ENOTSUP). */
+#include <fcntl.h>
 #include <semaphore.h>
+#include <unistd.h>
 
 #include "posix.h"
 
@@ -54,6 +57,19 @@ int main(int argc, char** argv) {
   d = in_ms(CLOCK_MONOTONIC, 30);
   CHECK(sem_clockwait(&sems[0], CLOCK_MONOTONIC, &d) == -1 && errno == ETIMEDOUT, "sem_clockwait");
   CHECK(sem_clockwait(&sems[0], CLOCK_THREAD_CPUTIME_ID, &d) == -1 && errno == EINVAL, "sem bad clock");
+
+  /* Named semaphores: refused under svm (they live in a file each node maps
+   * privately), ordinary natively. */
+  char name[64];
+  snprintf(name, sizeof name, "/svm-posix-%d", (int)getpid());
+  sem_t* named = sem_open(name, O_CREAT | O_EXCL, 0600, 1);
+  if (under_svm()) {
+    CHECK(named == SEM_FAILED && errno == ENOTSUP, "sem_open under svm: errno %d", errno);
+  } else {
+    CHECK(named != SEM_FAILED && sem_wait(named) == 0, "sem_open natively: errno %d", errno);
+    sem_close(named);
+    sem_unlink(name);
+  }
 
   run_workers(p, work);
   CHECK(turn == p && total == (long)p * (p - 1) / 2, "turn %ld total %ld", turn, total);
