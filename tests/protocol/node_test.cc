@@ -507,5 +507,21 @@ TEST(NodeModeTest, NicLockLocalHandoffsAreBounded) {
   EXPECT_FALSE(n.OnNicLockGranted(l, VectorTime(2)).ok());  // nobody asked
 }
 
+// nil: a timed lock that gave up before the NIC granted. The grant finds
+// nobody waiting and the lock goes straight back to the NIC.
+TEST(NodeModeTest, NicGrantForACancelledWaiterGoesBack) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kNil, 2, 2), &h);
+  const LockId l = 0x5100;
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  ASSERT_EQ(h.nic_locks.size(), 1u);
+  EXPECT_TRUE(n.CancelAcquire(0, l));
+  ASSERT_TRUE(n.OnNicLockGranted(l, VectorTime(2)).ok());
+  EXPECT_FALSE(n.HeldLocally(l));
+  EXPECT_EQ(h.nic_unlocks.size(), 1u);
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);  // asks the NIC again
+  EXPECT_EQ(h.nic_locks.size(), 2u);
+}
+
 }  // namespace
 }  // namespace svm

@@ -3,7 +3,7 @@
  * thrd_create places threads like pthread_create, mtx/cnd synchronise
  * job-wide, tss keys and destructors work on every node, call_once runs
  * once, thrd_sleep takes a shared duration, mtx_timedlock times out.
- * Under svm with one thread per node, thread i must run on node i % N. */
+ * Under svm on several nodes, some C11 threads must run off node 0. */
 #include <threads.h>
 
 #include "posix.h"
@@ -60,9 +60,13 @@ int main(int argc, char** argv) {
     sum += r;
   }
   CHECK(sum == 3L * p * (p - 1) / 2, "results %ld", sum);
-  /* Placed as pthread_create places them (the suite runs 1 thread per node). */
-  for (int i = 1; i < p && under_svm() && svm_nodes; ++i)
-    CHECK(nodes[i] == i % svm_nodes(), "thread %d ran on node %d", i, nodes[i]);
+  /* Placed across nodes as pthread_create places threads: with a worker
+   * per thread slot of the job, some run off node 0. */
+  if (under_svm() && svm_nodes && svm_nodes() > 1) {
+    int away = 0;
+    for (int i = 1; i < p; ++i) away += nodes[i] != 0;
+    CHECK(away > 0, "every C11 thread ran on node 0");
+  }
   CHECK(counter == 50L * p, "counter %ld", counter);
   CHECK(inits == 1, "call_once ran %ld times", inits);
   CHECK(destroyed == (long)p * (p - 1) / 2, "tss destructors %ld", destroyed);

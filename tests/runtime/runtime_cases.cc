@@ -19,7 +19,8 @@
 // pthreads API, and system calls on shared memory; issue 13) run natively
 // (point "native": the program alone, no svmrun) and at 2 and 4 nodes x 1
 // thread on a covering matrix: on each shape every mode and every backend
-// at least once (PosixPairs); --full: every mode x backend on both shapes. Each point is named "suite/case/nNtT/fault"; -f keeps the
+// at least once (PosixPoints), and once at 2 nodes x 2 threads; --full:
+// every mode x backend on both shapes. Each point is named "suite/case/nNtT/fault"; -f keeps the
 // points whose name contains FILTER (several -f: any of them), -l lists them.
 //
 // The reduced matrix (default; --full lifts it): the few cases that are
@@ -287,7 +288,9 @@ std::vector<Point> PosixPoints(bool full) {
   using B = svm::prim::Backend;
   const char* modes[] = {"base", "dw", "rf", "dd", "nil"};
   const B backends[] = {B::kUffd, B::kUffdThread, B::kMprotect};
-  std::vector<Point> out{Point{0, 1, B::kUffd, "native"}};
+  // 2 nodes x 2 threads once: threads that share a node (local handles,
+  // keys, hand-offs).
+  std::vector<Point> out{Point{0, 1, B::kUffd, "native"}, Point{2, 2, B::kUffd, "base"}};
   for (int n : {2, 4})
     for (int m = 0; m < 5; ++m) {
       if (full) {
