@@ -234,6 +234,8 @@ int open64(const char* p, int f, ...) { mode_t m = SVM_MODE(f); return Gate({Str
 int openat(int d, const char* p, int f, ...) { mode_t m = SVM_MODE(f); return Gate({Str(p)}, [&] { return real_openat.get()(d, p, f, m); }); }
 int openat64(int d, const char* p, int f, ...) { mode_t m = SVM_MODE(f); return Gate({Str(p)}, [&] { return real_openat64.get()(d, p, f, m); }); }
 int clock_nanosleep(clockid_t c, int f, const struct timespec* r, struct timespec* m) { return ClockNanosleep(c, f, r, m); }
+char* getcwd(char* b, size_t n) { return Getcwd(b, n); }
+char* get_current_dir_name(void) { return Getcwd(nullptr, 0); }
 long syscall(long n, ...) { va_list ap; va_start(ap, n); long a[6]; for (long& x : a) x = va_arg(ap, long); va_end(ap); return Syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]); }
 }  // extern "C"
 
@@ -279,7 +281,6 @@ SVM_GATE(int, utime, (const char* p, const struct utimbuf* t), (p, t), SVM_B(Str
 SVM_GATE(int, utimes, (const char* p, const struct timeval t[2]), (p, t), SVM_B(Str(p), In(t, 2 * sizeof(struct timeval))))
 SVM_GATE(int, utimensat, (int d, const char* p, const struct timespec t[2], int f), (d, p, t, f), SVM_B(Str(p), In(t, 2 * sizeof(struct timespec))))
 SVM_GATE(int, futimens, (int fd, const struct timespec t[2]), (fd, t), SVM_B(In(t, 2 * sizeof(struct timespec))))
-SVM_GATE(char*, getcwd, (char* b, size_t n), (b, n), SVM_B(Out(b, n)))
 SVM_GATE(ssize_t, getdents64, (int fd, void* b, size_t n), (fd, b, n), SVM_B(Out(b, n)))
 SVM_GATE(int, pipe, (int f[2]), (f), SVM_B(Out(f, 2 * sizeof(int))))
 SVM_GATE(int, pipe2, (int f[2], int fl), (f, fl), SVM_B(Out(f, 2 * sizeof(int))))

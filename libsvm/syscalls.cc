@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -344,6 +347,27 @@ void PrepareKernelBufs(KernelBufs bufs, int attempt) {
       rt->PrepareBuffer(b.p, b.n, b.a);
     }
   }
+}
+
+// getcwd(NULL, n) makes glibc allocate the buffer (the shared heap, for a
+// program thread: a fresh page the kernel cannot fill). So the buffer is
+// allocated here, prefaulted, and trimmed as glibc would.
+char* Getcwd(char* buf, size_t n) {
+  static const auto real = NextSymbol<char* (*)(char*, size_t)>("getcwd");
+  if (buf != nullptr || !Gated()) return Gate({Out(buf, n)}, [&] { return real(buf, n); });
+  const size_t cap = n != 0 ? n : PATH_MAX;
+  auto* own = static_cast<char*>(malloc(cap));
+  if (own == nullptr) return nullptr;
+  char* r = Gate({Out(own, cap)}, [&] { return real(own, cap); });
+  if (r == nullptr) {
+    const int err = errno;
+    free(own);
+    errno = err;
+    return nullptr;
+  }
+  if (n != 0) return own;
+  char* fit = static_cast<char*>(realloc(own, strlen(own) + 1));
+  return fit != nullptr ? fit : own;
 }
 
 int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {

@@ -144,6 +144,7 @@ int GateErr(KernelBufs bufs, Call call) {
 
 // Gated calls that need more than a description.
 int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem);
+char* Getcwd(char* buf, size_t n);  // also getcwd(NULL, n) and get_current_dir_name
 long Syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 
 }  // namespace svm::rt

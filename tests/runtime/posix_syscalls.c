@@ -4,7 +4,8 @@
  * (each on pages of its own, so no call finds its page valid by chance);
  * the last worker then calls open, stat, fstat, lstat, access, pipe,
  * getcwd, nanosleep, uname, readlink, clock_nanosleep and syscall(2) with
- * them; main checks the results. */
+ * them, and getcwd(NULL, 0) and get_current_dir_name, whose buffers glibc
+ * allocates; main checks the results. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -14,7 +15,7 @@
 #include "posix.h"
 
 static int workers;
-static char *path, *cwd, *link_buf, *raw_cwd;
+static char *path, *cwd, *link_buf, *raw_cwd, *alloc_cwd, *dir_name;
 static struct stat *st_path, *st_fd, *st_link;
 static int* fds;
 static struct timespec *req, *rem;
@@ -46,6 +47,11 @@ static void io(void) {
   CHECK(results[0] > 0, "readlink: errno %d", errno);
   results[1] = syscall(SYS_getcwd, raw_cwd, 4096);
   CHECK(results[1] > 0, "syscall(SYS_getcwd): errno %d", errno);
+  /* glibc allocates these buffers itself. */
+  alloc_cwd = getcwd(NULL, 0);
+  CHECK(alloc_cwd != NULL, "getcwd(NULL, 0): errno %d", errno);
+  dir_name = get_current_dir_name();
+  CHECK(dir_name != NULL, "get_current_dir_name: errno %d", errno);
 }
 
 static void* work(void* arg) {
@@ -74,6 +80,10 @@ int main(int argc, char** argv) {
   char here[4096];
   CHECK(getcwd(here, sizeof here) && strcmp(here, cwd) == 0, "cwd '%s'", cwd);
   CHECK(strcmp(here, raw_cwd) == 0, "raw cwd '%s'", raw_cwd);
+  CHECK(strcmp(here, alloc_cwd) == 0, "getcwd(NULL, 0) '%s'", alloc_cwd);
+  CHECK(strcmp(here, dir_name) == 0, "get_current_dir_name '%s'", dir_name);
+  free(alloc_cwd);
+  free(dir_name);
   CHECK(st_path->st_mode != 0 && st_fd->st_mode != 0, "stat results");
   CHECK(S_ISLNK(st_link->st_mode), "lstat of /proc/self/exe: mode %o", st_link->st_mode);
   CHECK(fds[0] > 2 && fds[1] > 2 && fds[0] != fds[1], "pipe fds %d %d", fds[0], fds[1]);
