@@ -236,6 +236,10 @@ int openat64(int d, const char* p, int f, ...) { mode_t m = SVM_MODE(f); return 
 int clock_nanosleep(clockid_t c, int f, const struct timespec* r, struct timespec* m) { return ClockNanosleep(c, f, r, m); }
 char* getcwd(char* b, size_t n) { return Getcwd(b, n); }
 char* get_current_dir_name(void) { return Getcwd(nullptr, 0); }
+char* __getcwd_chk(char* b, size_t n, size_t bl) { CheckObjectSize(n, bl); return Getcwd(b, n); }
+ssize_t __readlink_chk(const char* p, char* b, size_t n, size_t bl) { CheckObjectSize(n, bl); return readlink(p, b, n); }
+ssize_t __readlinkat_chk(int d, const char* p, char* b, size_t n, size_t bl) { CheckObjectSize(n, bl); return readlinkat(d, p, b, n); }
+int __poll_chk(struct pollfd* f, nfds_t n, int t, size_t bl) { CheckObjectSize(n * sizeof(*f), bl); return poll(f, n, t); }
 long syscall(long n, ...) { va_list ap; va_start(ap, n); long a[6]; for (long& x : a) x = va_arg(ap, long); va_end(ap); return Syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]); }
 }  // extern "C"
 

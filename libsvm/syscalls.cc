@@ -370,6 +370,10 @@ char* Getcwd(char* buf, size_t n) {
   return fit != nullptr ? fit : own;
 }
 
+void CheckObjectSize(size_t n, size_t object_len) {
+  if (n > object_len) __chk_fail();
+}
+
 int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
   static const auto real = NextSymbol<decltype(&::clock_nanosleep)>("clock_nanosleep");
   return GateErr({InOf(req), OutOf(rem)}, [&] { return real(clock, flags, req, rem); });

@@ -145,6 +145,9 @@ int GateErr(KernelBufs bufs, Call call) {
 // Gated calls that need more than a description.
 int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem);
 char* Getcwd(char* buf, size_t n);  // also getcwd(NULL, n) and get_current_dir_name
+// _FORTIFY_SOURCE entry points of gated calls: check the object size (abort
+// as glibc does), then the gate.
+void CheckObjectSize(size_t n, size_t object_len);
 long Syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 
 }  // namespace svm::rt

@@ -14,6 +14,10 @@
 
 #include "posix.h"
 
+#ifndef PROGRAM
+#define PROGRAM "posix_syscalls"
+#endif
+
 static int workers;
 static char *path, *cwd, *link_buf, *raw_cwd, *alloc_cwd, *dir_name;
 static struct stat *st_path, *st_fd, *st_link;
@@ -22,6 +26,9 @@ static struct timespec *req, *rem;
 static struct utsname* uts;
 static char g_path[256] = "/proc/self/exe";
 static long results[16];
+/* Globals of known size: built with _FORTIFY_SOURCE (posix_syscalls_fortify),
+ * the calls on them go to glibc's __getcwd_chk and __readlink_chk. */
+static char g_cwd[512], g_link[512];
 
 static void* page(size_t n) {
   void* p = NULL;
@@ -47,6 +54,9 @@ static void io(void) {
   CHECK(results[0] > 0, "readlink: errno %d", errno);
   results[1] = syscall(SYS_getcwd, raw_cwd, 4096);
   CHECK(results[1] > 0, "syscall(SYS_getcwd): errno %d", errno);
+  volatile size_t len = sizeof g_cwd; /* unknown to the compiler: the _chk calls */
+  CHECK(getcwd(g_cwd, len) == g_cwd, "getcwd(global): errno %d", errno);
+  CHECK(readlink(g_path, g_link, len) > 0, "readlink(global): errno %d", errno);
   /* glibc allocates these buffers itself. */
   alloc_cwd = getcwd(NULL, 0);
   CHECK(alloc_cwd != NULL, "getcwd(NULL, 0): errno %d", errno);
@@ -81,6 +91,7 @@ int main(int argc, char** argv) {
   CHECK(getcwd(here, sizeof here) && strcmp(here, cwd) == 0, "cwd '%s'", cwd);
   CHECK(strcmp(here, raw_cwd) == 0, "raw cwd '%s'", raw_cwd);
   CHECK(strcmp(here, alloc_cwd) == 0, "getcwd(NULL, 0) '%s'", alloc_cwd);
+  CHECK(strcmp(here, g_cwd) == 0 && strcmp(link_buf, g_link) == 0, "globals '%s' '%s'", g_cwd, g_link);
   CHECK(strcmp(here, dir_name) == 0, "get_current_dir_name '%s'", dir_name);
   free(alloc_cwd);
   free(dir_name);
@@ -89,6 +100,6 @@ int main(int argc, char** argv) {
   CHECK(fds[0] > 2 && fds[1] > 2 && fds[0] != fds[1], "pipe fds %d %d", fds[0], fds[1]);
   CHECK(strcmp(uts->sysname, "Linux") == 0, "uname '%s'", uts->sysname);
   CHECK(link_buf[0] == '/', "readlink '%s'", link_buf);
-  printf("posix_syscalls ok\n");
+  printf("%s ok\n", PROGRAM);
   return 0;
 }

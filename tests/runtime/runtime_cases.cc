@@ -266,6 +266,7 @@ std::vector<Case> Cases() {
   posix("c11-threads", "posix_c11");
   posix("proc-read", "posix_proc");
   posix("syscalls-any", "posix_syscalls");
+  posix("syscalls-fortify", "posix_syscalls_fortify");
   (void)B::kUffd;
   return c;
 }
