@@ -248,6 +248,8 @@ std::vector<Case> Cases() {
     return Lines{"rwlock " + Str(50L * p.workers()) + " " + Str(150L * p.workers())};
   });
   // ---- Conformance: the pthreads API and system calls (doc/pthreads.md) ----
+  // One case per family; "issue13-N-..." are the regression tests of the
+  // issue's failure N (each failed on the code before the fix).
   auto posix = [&](std::string name, std::string prog) -> Case& {
     Case k;
     k.suite = Suite::kPosix;
@@ -258,15 +260,15 @@ std::vector<Case> Cases() {
     c.push_back(std::move(k));
     return c.back();
   };
-  posix("mutex-timedlock", "posix_mutex");
-  posix("rwlock-timed", "posix_rwlock");
+  posix("issue13-1-mutex-timedlock", "posix_mutex");
+  posix("issue13-2-rwlock-timed", "posix_rwlock");
   posix("cond-sem-clocks", "posix_cond_sem");
-  posix("tsd-every-node", "posix_tsd");
-  posix("handles", "posix_handles");
+  posix("issue13-5-tsd", "posix_tsd");
+  posix("issue13-6-pthread-t", "posix_handles");
   posix("c11-threads", "posix_c11");
-  posix("proc-read", "posix_proc");
-  posix("syscalls-any", "posix_syscalls");
-  posix("syscalls-fortify", "posix_syscalls_fortify");
+  posix("issue13-3-proc-read", "posix_proc");
+  posix("issue13-4-syscalls", "posix_syscalls");
+  posix("issue13-4-syscalls-fortify", "posix_syscalls_fortify");
   (void)B::kUffd;
   return c;
 }
