@@ -14,7 +14,8 @@ namespace svm::rt {
 namespace {
 
 constexpr uint32_t kSvmKey = 1u << 31;
-constexpr uint64_t kKeyAlign = 64;
+// A page per key: keys are few, and offset / 4096 names up to 8 TiB of region.
+constexpr uint64_t kKeyAlign = 4096;
 constexpr uint64_t kKeyMagic = 0x5356'4d4b'4559'0001ull;  // "SVMKEY"
 
 struct KeyRecord {
