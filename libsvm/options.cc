@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "nic_ext/transport.h"
+
 namespace svm::rt {
 namespace {
 
@@ -149,6 +151,12 @@ constexpr Row kTable[] = {
     {"SVM_NET_BANDWIDTH", "injected bandwidth limit per connection (bytes/s, 0 = none)",
      [](const char* k, std::string_view v, Options* o) {
        if (!ParseNumber(v, &o->net_bandwidth)) return Bad(k, v, "bytes per second");
+       return Status::Ok();
+     }},
+    {"SVM_MAX_SEND", "bytes per SEND; longer messages travel as fragments (tests set it low)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->max_send) || o->max_send < 64 || o->max_send > nic::kMaxMessage)
+         return Bad(k, v, "a number of bytes in [64, 1 MiB]");
        return Status::Ok();
      }},
     {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",

@@ -14,8 +14,8 @@ namespace svm::rt {
 namespace {
 
 constexpr uint32_t kSvmKey = 1u << 31;
-// A page per key: keys are few, and offset / 4096 names up to 8 TiB of region.
-constexpr uint64_t kKeyAlign = 4096;
+// Keys are few: 8 KiB each lets offset / 8192 name the largest region (16 TiB).
+constexpr uint64_t kKeyAlign = 8192;
 constexpr uint64_t kKeyMagic = 0x5356'4d4b'4559'0001ull;  // "SVMKEY"
 
 struct KeyRecord {

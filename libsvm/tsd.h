@@ -3,8 +3,8 @@
 // glibc's keys live in one process, so a key made on node 0 means nothing on
 // node 1. A key a program thread makes is instead a record in the shared
 // heap (its destructor), and the key's number names the record: bit 31 set,
-// then the record's offset in the region / 4096 (so up to 8 TiB of region;
-// beyond, pthread_key_create gives EAGAIN). Every node reads the
+// then the record's offset in the region / 8192 (the largest region, 16 TiB,
+// fits in 31 bits). Every node reads the
 // same record, so a key made before pthread_create is valid in the new
 // thread wherever it runs. Values are per thread and private (a
 // thread_local table); destructors run when an svm thread ends, on its node.

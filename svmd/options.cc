@@ -64,8 +64,15 @@ const OptionSpec kTable[] = {
        o->region_base = v;
        return Status::Ok();
      }},
-    {"--region-size", "SVM_REGION_SIZE", "1G", "size of the shared region (K/M/G suffixes)", false,
+    {"--region-size", "SVM_REGION_SIZE", "auto",
+     "size of the shared region (K/M/G/T suffixes); auto: 64G a node, at most 16T. Sparse: memory is "
+     "committed only where the program touches it",
+     false,
      [](const std::string& t, Options* o) {
+       if (t == "auto") {
+         o->region_size = 0;  // sized once the node count is known
+         return Status::Ok();
+       }
        uint64_t v;
        Status s = ParseSize(t, &v);
        if (!s.ok()) return Status::InvalidArgument("--region-size: " + s.message());
@@ -169,8 +176,9 @@ Status ParseSize(const std::string& text, uint64_t* out) {
   if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1ull << 10;
   else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1ull << 20;
   else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1ull << 30;
+  else if (suffix == "T" || suffix == "t" || suffix == "TiB") mult = 1ull << 40;
   else if (!suffix.empty())
-    return Status::InvalidArgument("'" + text + "': unknown suffix '" + suffix + "' (use K, M or G)");
+    return Status::InvalidArgument("'" + text + "': unknown suffix '" + suffix + "' (use K, M, G or T)");
   if (v > UINT64_MAX / mult) return Status::InvalidArgument("'" + text + "' is too large");
   *out = uint64_t(v) * mult;
   return Status::Ok();
@@ -280,6 +288,15 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
       *exit_now = 2;
       return Status::Ok();
     }
+  }
+  if (o->region_size == 0)
+    o->region_size = std::min<uint64_t>(uint64_t(o->nodes) * kRegionPerNode, kMaxAutoRegion);
+  if (o->region_base + o->region_size > kUserAddressEnd) {
+    std::cerr << "svmrun: --region-size " << o->region_size << " at --region-base " << std::hex
+              << std::showbase << o->region_base << std::dec
+              << " runs past the end of the user address space (1 << 47)\n";
+    *exit_now = 2;
+    return Status::Ok();
   }
   if (o->program.empty()) {
     std::cerr << "svmrun: no program given\nusage: svmrun [OPTIONS] -- PROGRAM [ARGS...]\n";
