@@ -88,17 +88,20 @@ void Runtime::SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t t
   if (!woken()) FutexWait(&w, 0, timeout_ns);
 }
 
-void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns) {
+void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
+                       int64_t deadline_ns) {
   Settle();
   std::atomic<uint32_t>& w = slots_[t].wake;
   stats::WaitScope waiting;
   int64_t nap_ns = kMinNapNs;
   while (w.load(std::memory_order_acquire) == 0) {
+    const int64_t left = deadline_ns - NowNs();
+    if (left <= 0) break;
     if (!poll_hint_.load(std::memory_order_relaxed)) {
       // Nothing to poll for: spin, then sleep until woken (or a while
       // passed, in case polling became needed meanwhile).
       lock.unlock();
-      SpinThenSleep(w, spin_ns, kSleepNs);
+      SpinThenSleep(w, spin_ns, std::min(kSleepNs, left));
       lock.lock();
       if (w.load(std::memory_order_acquire) != 0) break;
       Settle();
@@ -267,6 +270,34 @@ void Runtime::Acquire(LockId l) {
   Settle();
 }
 
+// Like Acquire, but gives up at deadline_ns (CLOCK_MONOTONIC): the Node
+// forgets the request, and a token that comes later stays idle here.
+bool Runtime::AcquireUntil(LockId l, int64_t deadline_ns) {
+  RuntimeScope scope;
+  stats::Scope timing(stats::Category::kLockProtocol);
+  if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
+  std::unique_lock<std::mutex> lock(mu_);
+  const ThreadId t = SlotOfCaller();
+  while (true) {
+    slots_[t].wake.store(0, std::memory_order_relaxed);
+    Outcome o;
+    {
+      stats::NodeCall call(node_->stats());
+      o = node_->Acquire(t, l);
+      if (o == Outcome::kBlocked && NowNs() >= deadline_ns && node_->CancelAcquire(t, l)) {
+        Settle();
+        return false;
+      }
+    }
+    if (o == Outcome::kDone) break;
+    WaitSlot(lock, t, kWaitSpinNs, deadline_ns);
+  }
+  Settle();
+  return true;
+}
+
+int64_t Runtime::MonotonicNs() { return NowNs(); }
+
 bool Runtime::Release(LockId l) {
   RuntimeScope scope;
   stats::Scope timing(stats::Category::kLockProtocol);
@@ -280,6 +311,11 @@ bool Runtime::Release(LockId l) {
   }
   Settle();
   return true;
+}
+
+bool Runtime::HeldByCaller(LockId l) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_->Holds(SlotOfCaller(), l);
 }
 
 bool Runtime::HeldOnThisNode(LockId l) {

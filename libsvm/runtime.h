@@ -94,6 +94,9 @@ class Runtime final : public Host {
   int CreateThread(uint64_t* handle, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
   int JoinThread(uint64_t handle, void** value);
   int DetachThread(uint64_t handle);
+  // glibc's handle of the svm thread `handle`: 0 and *out if it runs on
+  // this node, ENOTSUP if on another node, ESRCH if unknown.
+  int RealThread(uint64_t handle, pthread_t* out);
   // The calling thread's handle (main: node 0, number 0), or 0 for a thread
   // the runtime did not start.
   static uint64_t CurrentHandle();
@@ -105,8 +108,13 @@ class Runtime final : public Host {
   // Synchronisation (sync.cc builds the pthread objects on these). Lock ids
   // are addresses, or pinned ids (types.h) for the runtime's own locks.
   void Acquire(LockId l);
+  // Acquire that gives up at deadline_ns (MonotonicNs): false if it did.
+  bool AcquireUntil(LockId l, int64_t deadline_ns);
+  static int64_t MonotonicNs();
   // False if the calling thread does not hold l.
   bool Release(LockId l);
+  // Whether the calling thread holds l.
+  bool HeldByCaller(LockId l);
   // Whether a thread of this node holds l.
   bool HeldOnThisNode(LockId l);
   // Waits at barrier b with `count` threads in all; true for the one serial
@@ -198,7 +206,9 @@ class Runtime final : public Host {
   }
   // Waits until t is woken: spins up to spin_ns handling messages, then
   // sleeps; runs one-sided completions and the Node's polls meanwhile.
-  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns);
+  // Returns early, unwoken, at deadline_ns (CLOCK_MONOTONIC).
+  void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
+                int64_t deadline_ns = INT64_MAX);
   void SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t timeout_ns);
   // After a Node call: frees sent buffers and notes whether waiting threads
   // must poll (one-sided operations in flight, or Node::NeedsPoll).

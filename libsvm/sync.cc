@@ -1,6 +1,7 @@
 #include "libsvm/sync.h"
 
 #include <errno.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -71,8 +72,10 @@ constexpr uint64_t kMagic = 0x53564d0000000000ull;  // "SVM" in the top bytes
 // to change; whoever changes it wakes them and clears the mask.
 constexpr size_t kSemValue = 0, kSemMagic = 8, kSemWaiters = 16;
 constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
-constexpr size_t kCondSeq = 0, kCondWaiters = 8;
-static_assert(sizeof(sem_t) >= 24 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 16);
+// kCondClock: the clock of pthread_timedwait (pthread_condattr_setclock);
+// 0 (a static initialiser) is CLOCK_REALTIME.
+constexpr size_t kCondSeq = 0, kCondWaiters = 8, kCondClock = 16;
+static_assert(sizeof(sem_t) >= 24 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 24);
 
 // Waits for a wake-up on this node or until the back-off passes; doubles it.
 // Changes wake their waiters by message, so the back-off only bounds a lost
@@ -98,10 +101,21 @@ uint64_t TakeWaiters(void* object, size_t offset) {
   return mask;
 }
 
-int64_t NanosUntil(const timespec* abstime) {
+int64_t NanosUntil(clockid_t clock, const timespec* abstime) {
   timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
+  clock_gettime(clock, &now);
   return (int64_t(abstime->tv_sec) - now.tv_sec) * 1'000'000'000 + (abstime->tv_nsec - now.tv_nsec);
+}
+
+// The clocks glibc accepts for timed waits.
+bool ValidClock(clockid_t clock) { return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC; }
+bool ValidTime(const timespec* t) { return t && t->tv_nsec >= 0 && t->tv_nsec < 1'000'000'000; }
+
+// abstime on `clock` as a deadline on Runtime::MonotonicNs, or EINVAL.
+int Deadline(clockid_t clock, const timespec* abstime, int64_t* out) {
+  if (!ValidClock(clock) || !ValidTime(abstime)) return EINVAL;
+  *out = Runtime::MonotonicNs() + NanosUntil(clock, abstime);
+  return 0;
 }
 
 // Process-shared objects are made coherent among the job's threads, like any
@@ -121,7 +135,7 @@ void NoteProcessShared(SharedKind kind, const void* object) {
 }
 
 int MutexKind(pthread_mutex_t* m) {
-  if (!Rt().IsShared(m)) return PTHREAD_MUTEX_NORMAL;  // see sync.h
+  if (!Rt().IsShared(m)) return m->__data.__kind & 3;  // private: this node's only
   return m->__data.__kind & 3;
 }
 
@@ -162,7 +176,7 @@ int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr) {
 // at once (a fetch per hand-off when the mutex shares a page with its data).
 // A recursive or error-checking mutex this thread holds is in the owner
 // table, so a relock needs no read either.
-int MutexLock(pthread_mutex_t* m) {
+static int MutexLockUntil(pthread_mutex_t* m, const int64_t* deadline) {
   RuntimeScope scope;
   {
     Owners& o = OwnerTable();
@@ -174,7 +188,16 @@ int MutexLock(pthread_mutex_t* m) {
       return 0;
     }
   }
-  Rt().Acquire(Id(m));
+  if (!deadline) {
+    Rt().Acquire(Id(m));
+  } else if (Rt().HeldByCaller(Id(m))) {
+    // A normal mutex this thread holds: glibc waits out the deadline.
+    if (int64_t left = *deadline - Runtime::MonotonicNs(); left > 0)
+      (void)!usleep(useconds_t(left / 1000));
+    return ETIMEDOUT;
+  } else if (!Rt().AcquireUntil(Id(m), *deadline)) {
+    return ETIMEDOUT;
+  }
   const int kind = MutexKind(m);
   if (kind != PTHREAD_MUTEX_NORMAL && kind != PTHREAD_MUTEX_ADAPTIVE_NP) {
     std::lock_guard<std::mutex> l(OwnerTable().mu);
@@ -197,7 +220,17 @@ int MutexTryLock(pthread_mutex_t* m) {
   return MutexLock(m);
 }
 
-int MutexTimedLock(pthread_mutex_t* m, const timespec*) { return MutexLock(m); }
+int MutexLock(pthread_mutex_t* m) { return MutexLockUntil(m, nullptr); }
+
+int MutexClockLock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {
+  int64_t deadline = 0;
+  if (int err = Deadline(clock, abstime, &deadline); err != 0) return err;
+  return MutexLockUntil(m, &deadline);
+}
+
+int MutexTimedLock(pthread_mutex_t* m, const timespec* abstime) {
+  return MutexClockLock(m, CLOCK_REALTIME, abstime);
+}
 
 // Without reading the kind: a recursive or error-checking mutex held by this
 // thread is in the owner table; any other mutex this thread holds is normal,
@@ -226,32 +259,43 @@ int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr) {
   int pshared = PTHREAD_PROCESS_PRIVATE;
   if (attr && pthread_condattr_getpshared(attr, &pshared) == 0 && pshared == PTHREAD_PROCESS_SHARED)
     NoteProcessShared(kCondKind, c);
+  clockid_t clock = CLOCK_REALTIME;
+  if (attr && pthread_condattr_getclock(attr, &clock) != 0) clock = CLOCK_REALTIME;
   Rt().Acquire(StateLock(c));
   StateWord(c, kCondSeq).Set(0);
   StateWord(c, kCondWaiters).Set(0);
+  StateWord(c, kCondClock).Set(uint64_t(clock));
   Rt().Release(StateLock(c));
   return 0;
 }
 
-// The condition's sequence number; with `wait`, also joins its waiters.
-static uint64_t ReadSeq(pthread_cond_t* c, bool wait) {
+// The condition's sequence number; with `wait`, also joins its waiters and
+// reads its clock.
+static uint64_t ReadSeq(pthread_cond_t* c, bool wait, clockid_t* clock = nullptr) {
   Rt().Acquire(StateLock(c));
   uint64_t seq = StateWord(c, kCondSeq).Get();
   if (wait) AddWaiter(c, kCondWaiters);
+  if (clock) *clock = clockid_t(StateWord(c, kCondClock).Get());
   Rt().Release(StateLock(c));
   return seq;
 }
 
-int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
+// clock < 0: the condition's own clock.
+static int CondWaitUntil(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
+                         const timespec* abstime) {
   RuntimeScope scope;
-  const uint64_t seq = ReadSeq(c, true);
+  if (abstime && clock >= 0 && !ValidClock(clock)) return EINVAL;
+  if (abstime && !ValidTime(abstime)) return EINVAL;
+  clockid_t own = CLOCK_REALTIME;
+  const uint64_t seq = ReadSeq(c, true, &own);
+  if (clock < 0) clock = ValidClock(own) ? own : CLOCK_REALTIME;
   if (int err = MutexUnlock(m); err != 0) return err;
   int result = 0;
   for (int64_t delay = 20'000;;) {
     const uint32_t gen = Rt().SyncEventGeneration();
     if (ReadSeq(c, false) != seq) break;
     if (abstime) {
-      const int64_t left = NanosUntil(abstime);
+      const int64_t left = NanosUntil(clock, abstime);
       if (left <= 0) {
         result = ETIMEDOUT;
         break;
@@ -264,7 +308,14 @@ int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime
   return result;
 }
 
-int CondWait(pthread_cond_t* c, pthread_mutex_t* m) { return CondTimedWait(c, m, nullptr); }
+int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime) {
+  return CondWaitUntil(c, m, -1, abstime);
+}
+int CondClockWait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime) {
+  if (!ValidClock(clock)) return EINVAL;
+  return CondWaitUntil(c, m, clock, abstime);
+}
+int CondWait(pthread_cond_t* c, pthread_mutex_t* m) { return CondWaitUntil(c, m, -1, nullptr); }
 
 // Signal wakes every waiter (a spurious wake-up for all but one, which POSIX
 // allows): waiters compare a sequence number, not a count.
@@ -341,6 +392,16 @@ int RwlockInit(pthread_rwlock_t* l, const pthread_rwlockattr_t* attr) {
   return 0;
 }
 int RwlockLock(pthread_rwlock_t* l) { return LockExclusive(Id(l)); }
+int RwlockClockLock(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime) {
+  RuntimeScope scope;
+  int64_t deadline = 0;
+  if (int err = Deadline(clock, abstime, &deadline); err != 0) return err;
+  if (Rt().HeldByCaller(Id(l))) return EDEADLK;  // as glibc's
+  return Rt().AcquireUntil(Id(l), deadline) ? 0 : ETIMEDOUT;
+}
+int RwlockTimedLock(pthread_rwlock_t* l, const timespec* abstime) {
+  return RwlockClockLock(l, CLOCK_REALTIME, abstime);
+}
 int RwlockTryLock(pthread_rwlock_t* l) { return TryLockExclusive(Id(l)); }
 int RwlockUnlock(pthread_rwlock_t* l) { return UnlockExclusive(Id(l)); }
 int RwlockDestroy(pthread_rwlock_t*) { return 0; }
@@ -386,8 +447,12 @@ static int SemTake(sem_t* s, bool wait, bool* taken) {
   return err;
 }
 
-static int SemWaitUntil(sem_t* s, const timespec* abstime) {
+static int SemWaitUntil(sem_t* s, clockid_t clock, const timespec* abstime) {
   RuntimeScope scope;
+  if (abstime && (!ValidClock(clock) || !ValidTime(abstime))) {
+    errno = EINVAL;
+    return -1;
+  }
   for (int64_t delay = 20'000;;) {
     const uint32_t gen = Rt().SyncEventGeneration();
     bool taken = false;
@@ -397,7 +462,7 @@ static int SemWaitUntil(sem_t* s, const timespec* abstime) {
     }
     if (taken) return 0;
     if (abstime) {
-      const int64_t left = NanosUntil(abstime);
+      const int64_t left = NanosUntil(clock, abstime);
       if (left <= 0) {
         errno = ETIMEDOUT;
         return -1;
@@ -408,8 +473,11 @@ static int SemWaitUntil(sem_t* s, const timespec* abstime) {
   }
 }
 
-int SemWait(sem_t* s) { return SemWaitUntil(s, nullptr); }
-int SemTimedWait(sem_t* s, const timespec* abstime) { return SemWaitUntil(s, abstime); }
+int SemWait(sem_t* s) { return SemWaitUntil(s, CLOCK_REALTIME, nullptr); }
+int SemTimedWait(sem_t* s, const timespec* abstime) { return SemWaitUntil(s, CLOCK_REALTIME, abstime); }
+int SemClockWait(sem_t* s, clockid_t clock, const timespec* abstime) {
+  return SemWaitUntil(s, clock, abstime);
+}
 
 int SemTryWait(sem_t* s) {
   RuntimeScope scope;
@@ -448,6 +516,20 @@ int SemGetValue(sem_t* s, int* out) {
 }
 
 int SemDestroy(sem_t*) { return 0; }
+
+// A named semaphore lives in a file each node maps privately: svm cannot
+// make it job-wide, so a program thread is refused.
+SVM_NEXT_FN(real_sem_open, sem_t* (*)(const char*, int, ...), "sem_open");
+sem_t* SemOpen(const char* name, int oflag, mode_t mode, unsigned value) {
+  if (Managed()) {
+    static const char kMsg[] =
+        "svm: sem_open (named semaphores) is not supported: use sem_init on shared memory\n";
+    (void)!write(2, kMsg, sizeof(kMsg) - 1);
+    errno = ENOTSUP;
+    return SEM_FAILED;
+  }
+  return real_sem_open.get()(name, oflag, mode, value);
+}
 
 // ---- once ----
 

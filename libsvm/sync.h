@@ -25,13 +25,17 @@ namespace svm::rt {
 int MutexInit(pthread_mutex_t* m, const pthread_mutexattr_t* attr);
 int MutexLock(pthread_mutex_t* m);
 int MutexTryLock(pthread_mutex_t* m);
+// Timed variants: ETIMEDOUT at abstime on `clock` (REALTIME or MONOTONIC;
+// the plain timed forms use REALTIME, cond_timedwait the condition's clock).
 int MutexTimedLock(pthread_mutex_t* m, const timespec* abstime);
+int MutexClockLock(pthread_mutex_t* m, clockid_t clock, const timespec* abstime);
 int MutexUnlock(pthread_mutex_t* m);
 int MutexDestroy(pthread_mutex_t* m);
 
 int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr);
 int CondWait(pthread_cond_t* c, pthread_mutex_t* m);
 int CondTimedWait(pthread_cond_t* c, pthread_mutex_t* m, const timespec* abstime);
+int CondClockWait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const timespec* abstime);
 int CondSignal(pthread_cond_t* c);
 int CondBroadcast(pthread_cond_t* c);
 int CondDestroy(pthread_cond_t* c);
@@ -43,6 +47,8 @@ int BarrierDestroy(pthread_barrier_t* b);
 int RwlockInit(pthread_rwlock_t* l, const pthread_rwlockattr_t* attr);
 int RwlockLock(pthread_rwlock_t* l);
 int RwlockTryLock(pthread_rwlock_t* l);
+int RwlockTimedLock(pthread_rwlock_t* l, const timespec* abstime);
+int RwlockClockLock(pthread_rwlock_t* l, clockid_t clock, const timespec* abstime);
 int RwlockUnlock(pthread_rwlock_t* l);
 int RwlockDestroy(pthread_rwlock_t* l);
 
@@ -56,9 +62,12 @@ int SemInit(sem_t* s, int pshared, unsigned value);
 int SemWait(sem_t* s);
 int SemTryWait(sem_t* s);
 int SemTimedWait(sem_t* s, const timespec* abstime);
+int SemClockWait(sem_t* s, clockid_t clock, const timespec* abstime);
 int SemPost(sem_t* s);
 int SemGetValue(sem_t* s, int* value);
 int SemDestroy(sem_t* s);
+// Refused for program threads (ENOTSUP and a one-line message).
+sem_t* SemOpen(const char* name, int oflag, mode_t mode, unsigned value);
 
 int Once(pthread_once_t* once, void (*init)());
 

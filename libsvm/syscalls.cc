@@ -2,11 +2,15 @@
 
 #include <errno.h>
 #include <sys/stat.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
 
 #include "libsvm/next_symbol.h"
+#include "libsvm/prim/fault.h"
 #include "libsvm/runtime.h"
 #include "libsvm/thread_state.h"
 
@@ -114,15 +118,19 @@ size_t Items(char* p, size_t size, size_t n, FILE* f, Access a, Call call) {
 
 }  // namespace
 
+// The first try prefaults what the file can fill; a retry the whole buffer
+// (a /proc or /sys file says 0 bytes and the kernel fills it anyway).
 ssize_t Read(int fd, void* buf, size_t n) {
   if (!Ours()) return R().read(fd, buf, n);
-  return Retry([&] { Prepare(buf, Fillable(fd, n, -1), Access::kWrite); },
+  int attempt = 0;
+  return Retry([&] { Prepare(buf, attempt++ ? n : Fillable(fd, n, -1), Access::kWrite); },
                [&] { return R().read(fd, buf, n); });
 }
 
 ssize_t Pread(int fd, void* buf, size_t n, off_t offset) {
   if (!Ours()) return R().pread(fd, buf, n, offset);
-  return Retry([&] { Prepare(buf, Fillable(fd, n, offset), Access::kWrite); },
+  int attempt = 0;
+  return Retry([&] { Prepare(buf, attempt++ ? n : Fillable(fd, n, offset), Access::kWrite); },
                [&] { return R().pread(fd, buf, n, offset); });
 }
 
@@ -316,5 +324,68 @@ int Vfscanf(FILE* f, const char* format, va_list ap, bool iso) {
 }
 
 int Vscanf(const char* format, va_list ap, bool iso) { return Vfscanf(stdin, format, ap, iso); }
+
+// ---- The gate ----
+
+bool Gated() {
+  Runtime* rt = Runtime::Get();
+  return rt && t_app && !t_in_runtime && prim::NeedsPrefault(rt->options().fault);
+}
+
+void PrepareKernelBufs(KernelBufs bufs, int attempt) {
+  Runtime* rt = Runtime::Get();
+  for (const KernelBuf& b : bufs) {
+    if (b.p == nullptr) continue;
+    if (b.str) {
+      // A string is read in user mode, which faults its pages in.
+      if (!rt->IsShared(b.p)) continue;
+      for (const volatile char* c = static_cast<const char*>(b.p); *c != 0; ++c) {
+      }
+    } else if (b.n == kAnySize) {
+      if (attempt > 0 && rt->IsShared(b.p)) rt->PrepareBuffer(b.p, size_t(4096) << attempt, b.a);
+    } else if (b.n != 0) {
+      rt->PrepareBuffer(b.p, b.n, b.a);
+    }
+  }
+}
+
+// getcwd(NULL, n) makes glibc allocate the buffer (the shared heap, for a
+// program thread: a fresh page the kernel cannot fill). So the buffer is
+// allocated here, prefaulted, and trimmed as glibc would.
+char* Getcwd(char* buf, size_t n) {
+  static const auto real = NextSymbol<char* (*)(char*, size_t)>("getcwd");
+  if (buf != nullptr || !Gated()) return Gate({Out(buf, n)}, [&] { return real(buf, n); });
+  const size_t cap = n != 0 ? n : PATH_MAX;
+  auto* own = static_cast<char*>(malloc(cap));
+  if (own == nullptr) return nullptr;
+  char* r = Gate({Out(own, cap)}, [&] { return real(own, cap); });
+  if (r == nullptr) {
+    const int err = errno;
+    free(own);
+    errno = err;
+    return nullptr;
+  }
+  if (n != 0) return own;
+  char* fit = static_cast<char*>(realloc(own, strlen(own) + 1));
+  return fit != nullptr ? fit : own;
+}
+
+void CheckObjectSize(size_t n, size_t object_len) {
+  if (n > object_len) __chk_fail();
+}
+
+int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
+  static const auto real = NextSymbol<decltype(&::clock_nanosleep)>("clock_nanosleep");
+  return GateErr({InOf(req), OutOf(rem)}, [&] { return real(clock, flags, req, rem); });
+}
+
+// syscall(2): nothing says which arguments are pointers; every argument
+// that points into shared memory is treated as a buffer of unknown size.
+long Syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
+  static const auto real = NextSymbol<long (*)(long, ...)>("syscall");
+  auto any = [](long v) { return Any(reinterpret_cast<const void*>(v)); };
+  return Gate({any(a1), any(a2), any(a3), any(a4), any(a5), any(a6)},
+              [&] { return real(number, a1, a2, a3, a4, a5, a6); });
+}
 
 }  // namespace svm::rt

@@ -21,9 +21,26 @@
 //
 // read/pread fill at most what is left of a regular file, so only that much
 // is prefaulted (a large buffer for a small file stays untouched).
+//
+// Every other system call that takes a pointer goes through one gate
+// (Gate, below; interpose.cc lists them, one line each, with the
+// description of their buffers): the described buffers are prefaulted, and
+// a call that still fails with EFAULT is retried after widening: buffers of
+// unknown size (Any: an ioctl's argument, syscall(2)'s pointers) are
+// prefaulted for writing over 4 KiB << attempt from where they start. Sizes
+// the kernel decides (getcwd, readlink, a /proc read) are prefaulted whole.
+// Only idempotent-on-EFAULT calls are gated (the kernel fails them before
+// any effect) or described well enough to succeed the first time.
 #pragma once
 
+#include <errno.h>
 #include <stdarg.h>
+#include <time.h>
+
+#include <initializer_list>
+#include <type_traits>
+
+#include "protocol/types.h"
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -71,5 +88,66 @@ ssize_t Getline(char** line, size_t* cap, FILE* f);
 // later programs call) over the GNU one.
 int Vfscanf(FILE* f, const char* format, va_list ap, bool iso);
 int Vscanf(const char* format, va_list ap, bool iso);
+
+// ---- The gate ----
+
+// A buffer the kernel reads (kRead) or fills (kWrite). n == kAnySize: size
+// unknown (widened on each retry); str: a NUL-terminated string.
+struct KernelBuf {
+  const void* p;
+  size_t n;
+  Access a;
+  bool str = false;
+};
+inline constexpr size_t kAnySize = ~size_t(0);
+inline KernelBuf In(const void* p, size_t n) { return {p, n, Access::kRead}; }
+inline KernelBuf Out(const void* p, size_t n) { return {p, n, Access::kWrite}; }
+template <typename T>
+KernelBuf InOf(const T* p) { return In(p, sizeof(T)); }
+template <typename T>
+KernelBuf OutOf(const T* p) { return Out(p, sizeof(T)); }
+inline KernelBuf Str(const char* p) { return {p, 0, Access::kRead, true}; }
+inline KernelBuf Any(const void* p) { return {p, kAnySize, Access::kWrite}; }
+using KernelBufs = std::initializer_list<KernelBuf>;
+
+// Whether the gate works for the caller (a program thread, a fault backend
+// under which the kernel does not fault pages in).
+bool Gated();
+// Makes the buffers accessible for try number `attempt` (0 first).
+void PrepareKernelBufs(KernelBufs bufs, int attempt);
+
+// call() returns -1 (or nullptr) and sets errno on failure.
+template <typename Call>
+auto Gate(KernelBufs bufs, Call call) {
+  using R = decltype(call());
+  if (!Gated()) return call();
+  for (int attempt = 0;; ++attempt) {
+    PrepareKernelBufs(bufs, attempt);
+    R r = call();
+    bool failed;
+    if constexpr (std::is_pointer_v<R>) failed = r == nullptr;
+    else failed = r == R(-1);
+    if (!failed || errno != EFAULT || attempt == kSyscallRetries) return r;
+  }
+}
+
+// call() returns the error number (clock_nanosleep, posix_* calls).
+template <typename Call>
+int GateErr(KernelBufs bufs, Call call) {
+  if (!Gated()) return call();
+  for (int attempt = 0;; ++attempt) {
+    PrepareKernelBufs(bufs, attempt);
+    const int r = call();
+    if (r != EFAULT || attempt == kSyscallRetries) return r;
+  }
+}
+
+// Gated calls that need more than a description.
+int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem);
+char* Getcwd(char* buf, size_t n);  // also getcwd(NULL, n) and get_current_dir_name
+// _FORTIFY_SOURCE entry points of gated calls: check the object size (abort
+// as glibc does), then the gate.
+void CheckObjectSize(size_t n, size_t object_len);
+long Syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6);
 
 }  // namespace svm::rt

@@ -11,12 +11,15 @@
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
 #include "libsvm/thread_state.h"
+#include "libsvm/tsd.h"
 
 namespace svm::rt {
 namespace {
 
 thread_local uint64_t t_handle __attribute__((tls_model("initial-exec"))) = 0;
 thread_local void* t_exit_value = nullptr;
+// glibc's handle of node 0's main thread (AdoptMainThread).
+pthread_t g_main_thread{};
 
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
@@ -43,6 +46,9 @@ LockId DeathLock(uint64_t handle) {
 uint64_t Runtime::CurrentHandle() { return t_handle; }
 void Runtime::SetExitValue(void* value) { t_exit_value = value; }
 void Runtime::AdoptMainThread() {
+  using SelfFn = pthread_t (*)();
+  static SelfFn real_self = NextSymbol<SelfFn>("pthread_self");
+  g_main_thread = real_self();
   t_handle = MakeHandle(0, 0);
   stats::RegisterThread(stats::ThreadKind::kApp, 0, 0);
 }
@@ -137,7 +143,10 @@ void* Runtime::Trampoline(void* p) {
   // Runs on return and when pthread_exit unwinds the thread.
   struct Finisher {
     ThreadRecord* r;
-    ~Finisher() { Runtime::Get()->Finish(r, t_exit_value); }
+    ~Finisher() {
+      RunKeyDestructors();  // the program's code, before the thread counts as gone
+      Runtime::Get()->Finish(r, t_exit_value);
+    }
   } finisher{r};
   t_exit_value = r->start(r->arg);
   return t_exit_value;
@@ -161,6 +170,20 @@ void Runtime::Finish(ThreadRecord* r, void* value) {
     threads_.erase(r->handle);
   }
   stats::EndThread();
+}
+
+int Runtime::RealThread(uint64_t h, pthread_t* out) {
+  if (HandleNode(h) >= opts_.nodes) return ESRCH;
+  if (HandleNode(h) != self()) return ENOTSUP;
+  if (h == MakeHandle(0, 0)) {
+    *out = g_main_thread;
+    return 0;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = threads_.find(h);
+  if (it == threads_.end()) return ESRCH;
+  *out = it->second->thread;
+  return 0;
 }
 
 int Runtime::JoinThread(uint64_t h, void** value) {

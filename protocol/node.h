@@ -116,6 +116,10 @@ class Node {
   Outcome Acquire(ThreadId t, LockId l);
   // REQUIRES: t holds l.
   void Release(ThreadId t, LockId l);
+  // Thread t stops waiting for l (a timed lock's deadline passed). False if
+  // l was granted to t meanwhile: t holds it. A token that arrives later for
+  // nobody stays here idle or goes on to the next requester.
+  bool CancelAcquire(ThreadId t, LockId l);
 
   // Thread t reaches barrier b, which `total` threads of the job must reach.
   // The node reports its threads to the master in batches of `local` (the

@@ -60,6 +60,13 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
   return Outcome::kBlocked;
 }
 
+bool Node::CancelAcquire(ThreadId t, LockId l) {
+  Lock& lk = LockEntry(l);
+  if (lk.held && lk.holder == t) return false;
+  std::erase_if(lk.waiters, [&](const Lock::Waiter& w) { return w.thread == t; });
+  return true;
+}
+
 bool Node::HeldLocally(LockId l) const {
   auto it = locks_.find(l);
   return it != locks_.end() && it->second->held;
@@ -249,7 +256,7 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.timestamp = std::move(*lk.grant);
   lk.grant.reset();
   lk.local_run = 0;
-  if (lk.waiters.empty()) {  // every waiter gave up (not possible yet); pass it on
+  if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
     if (AtNic(l))
       ReleaseNicLock(l, lk);
     else if (lk.remote_next)

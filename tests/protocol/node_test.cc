@@ -204,6 +204,40 @@ TEST(NodeTest, LocalHandoffSendsNoMessage) {
   EXPECT_EQ(c.node(1).stats().local_acquires, local + 1);
 }
 
+// A timed lock gives up (pthread_mutex_timedlock's ETIMEDOUT): the token
+// that arrives for nobody stays idle at the node, and the next acquire there
+// needs no message; the lock still reaches another node afterwards.
+TEST(NodeTest, CancelledAcquireLeavesTheTokenUsable) {
+  Cluster c(2, 2);
+  const LockId l = 0x3000;
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  ASSERT_EQ(c.node(1).Acquire(0, l), Outcome::kBlocked);
+  c.Drain();
+  EXPECT_TRUE(c.node(1).CancelAcquire(0, l));
+  c.node(0).Release(0, l);
+  c.Drain();
+  EXPECT_FALSE(c.node(1).Holds(0, l));
+  EXPECT_FALSE(c.node(1).HeldLocally(l));
+  const size_t before = c.sent;
+  c.Complete([&] { return c.node(1).Acquire(1, l); });
+  EXPECT_EQ(c.sent, before);
+  c.Write(1, 1, 3, 7, 5);
+  c.node(1).Release(1, l);
+  c.Complete([&] { return c.node(0).Acquire(1, l); });
+  EXPECT_EQ(c.Read(0, 1, 3, 7), 5);
+  c.node(0).Release(1, l);
+}
+
+// A cancel that comes after the grant reports the lock as held.
+TEST(NodeTest, CancelAfterGrantKeepsTheLock) {
+  Cluster c(2, 1);
+  const LockId l = 0x3100;
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  EXPECT_FALSE(c.node(1).CancelAcquire(0, l));
+  EXPECT_TRUE(c.node(1).Holds(0, l));
+  c.node(1).Release(0, l);
+}
+
 TEST(NodeTest, DirtyPageSurvivesSafeFetch) {
   Cluster c(3, 2);
   const LockId a = 0x10, b = 0x20;
@@ -576,6 +610,22 @@ TEST(NodeModeTest, NicLockLocalHandoffsAreBounded) {
   EXPECT_EQ(h.nic_unlocks.size(), 2u);
   EXPECT_EQ(h.nic_locks.size(), 2u);
   EXPECT_FALSE(n.OnNicLockGranted(l, VectorTime(2)).ok());  // nobody asked
+}
+
+// nil: a timed lock that gave up before the NIC granted. The grant finds
+// nobody waiting and the lock goes straight back to the NIC.
+TEST(NodeModeTest, NicGrantForACancelledWaiterGoesBack) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kNil, 2, 2), &h);
+  const LockId l = 0x5100;
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  ASSERT_EQ(h.nic_locks.size(), 1u);
+  EXPECT_TRUE(n.CancelAcquire(0, l));
+  ASSERT_TRUE(n.OnNicLockGranted(l, VectorTime(2)).ok());
+  EXPECT_FALSE(n.HeldLocally(l));
+  EXPECT_EQ(h.nic_unlocks.size(), 1u);
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);  // asks the NIC again
+  EXPECT_EQ(h.nic_locks.size(), 2u);
 }
 
 }  // namespace

@@ -15,7 +15,12 @@
 // "runtime-nil"; --full: every mode, nodes and threads);
 // litmus cases on all three backends in base (suite "litmus"), and again in
 // each other mode (suites "litmus-dw", "litmus-rf", "litmus-dd",
-// "litmus-nil"). Each point is named "suite/case/nNtT/fault"; -f keeps the
+// "litmus-nil"). The conformance cases (suite "posix": one per family of the
+// pthreads API, and system calls on shared memory; issue 13) run natively
+// (point "native": the program alone, no svmrun) and at 2 and 4 nodes x 1
+// thread on a covering matrix: on each shape every mode and every backend
+// at least once (PosixPoints), and once at 2 nodes x 2 threads; --full:
+// every mode x backend on both shapes. Each point is named "suite/case/nNtT/fault"; -f keeps the
 // points whose name contains FILTER (several -f: any of them), -l lists them.
 //
 // The reduced matrix (default; --full lifts it): the few cases that are
@@ -56,14 +61,14 @@ using Lines = std::vector<std::string>;
 
 // One point of a case's matrix.
 struct Point {
-  int nodes = 1;
+  int nodes = 1;  // 0: native, without svm
   int tpn = 1;
   svm::prim::Backend fault = svm::prim::Backend::kUffd;
   std::string mode = "base";
   int workers() const { return nodes * tpn; }
 };
 
-enum class Suite { kRuntime, kLitmus };
+enum class Suite { kRuntime, kLitmus, kPosix };
 
 struct Case {
   Suite suite = Suite::kRuntime;
@@ -261,19 +266,66 @@ std::vector<Case> Cases() {
   litmus("rwlock", "rwlock", {"{P}", "200"}, [](const Point& p) {
     return Lines{"rwlock " + Str(50L * p.workers()) + " " + Str(150L * p.workers())};
   });
+  // ---- Conformance: the pthreads API and system calls (doc/pthreads.md) ----
+  // One case per family; "issue13-N-..." are the regression tests of the
+  // issue's failure N (each failed on the code before the fix).
+  auto posix = [&](std::string name, std::string prog) -> Case& {
+    Case k;
+    k.suite = Suite::kPosix;
+    k.name = name;
+    k.program = prog;
+    k.args = {"{P}"};
+    k.expect = [prog](const Point&) { return Lines{prog + " ok"}; };
+    c.push_back(std::move(k));
+    return c.back();
+  };
+  posix("issue13-1-mutex-timedlock", "posix_mutex");
+  posix("issue13-2-rwlock-timed", "posix_rwlock");
+  posix("cond-sem-clocks", "posix_cond_sem");
+  posix("issue13-5-tsd", "posix_tsd");
+  posix("issue13-6-pthread-t", "posix_handles");
+  posix("c11-threads", "posix_c11");
+  posix("issue13-3-proc-read", "posix_proc");
+  posix("issue13-4-syscalls", "posix_syscalls");
+  posix("issue13-4-syscalls-fortify", "posix_syscalls_fortify");
   (void)B::kUffd;
   return c;
 }
 
-const char* SuiteName(Suite s) { return s == Suite::kRuntime ? "runtime" : "litmus"; }
+const char* SuiteName(Suite s) {
+  return s == Suite::kRuntime ? "runtime" : s == Suite::kLitmus ? "litmus" : "posix";
+}
 
 std::string PointName(const Case& c, const Point& p) {
+  if (p.nodes == 0) return std::string(SuiteName(c.suite)) + "/" + c.name + "/native";
   const std::string suite = std::string(SuiteName(c.suite)) + (p.mode == "base" ? "" : "-" + p.mode);
   return suite + "/" + c.name + "/n" + Str(p.nodes) + "t" + Str(p.tpn) + "/" +
          svm::prim::ToString(p.fault);
 }
 
+// The conformance suite's covering matrix: per shape, (mode, backend) pairs
+// in which every mode and every backend appears; the two shapes pair them
+// differently.
+std::vector<Point> PosixPoints(bool full) {
+  using B = svm::prim::Backend;
+  const char* modes[] = {"base", "dw", "rf", "dd", "nil"};
+  const B backends[] = {B::kUffd, B::kUffdThread, B::kMprotect};
+  // 2 nodes x 2 threads once: threads that share a node (local handles,
+  // keys, hand-offs).
+  std::vector<Point> out{Point{0, 1, B::kUffd, "native"}, Point{2, 2, B::kUffd, "base"}};
+  for (int n : {2, 4})
+    for (int m = 0; m < 5; ++m) {
+      if (full) {
+        for (B b : backends) out.push_back(Point{n, 1, b, modes[m]});
+      } else {
+        out.push_back(Point{n, 1, backends[(m + (n == 4 ? 2 : 0)) % 3], modes[m]});
+      }
+    }
+  return out;
+}
+
 std::vector<Point> Matrix(const Case& c, bool full) {
+  if (c.suite == Suite::kPosix) return PosixPoints(full);
   std::vector<Point> out;
   std::vector<svm::prim::Backend> faults{svm::prim::Backend::kUffd};
   if (c.suite == Suite::kLitmus) faults.assign(std::begin(svm::prim::kAllBackends), std::end(svm::prim::kAllBackends));
@@ -330,6 +382,7 @@ struct Config {
 
 // Why a point cannot run on this machine, or nullopt.
 std::optional<std::string> Probe(const Case& c, const Point& p) {
+  if (p.nodes == 0) return std::nullopt;  // native
   static std::map<int, std::optional<std::string>> backends;
   auto it = backends.find(int(p.fault));
   if (it == backends.end()) {
@@ -347,7 +400,7 @@ std::optional<std::string> Probe(const Case& c, const Point& p) {
 }
 
 std::string Expand(const std::string& s, const Point& p, const std::string& dir) {
-  if (s == "{P}") return Str(p.workers());
+  if (s == "{P}") return Str(p.nodes == 0 ? 4 : p.workers());
   if (s == "{dir}") return dir;
   if (s == "{lock_iters}") return Str(kLockTotal / p.workers());
   return s;
@@ -384,12 +437,15 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
   {
     std::ofstream(scratch / "stdin") << c.input;
   }
-  std::vector<std::string> argv = {cfg.svmrun,          "-n",        Str(p.nodes),
-                                   "-t",                Str(p.tpn), "--fault",
-                                   svm::prim::ToString(p.fault), "--timeout", Str(timeout_s),
-                                   "--preload",         cfg.preload, "--mode", p.mode};
-  for (const std::string& f : c.flags) argv.push_back(Expand(f, p, data));
-  argv.push_back("--");
+  std::vector<std::string> argv;
+  if (p.nodes > 0) {
+    argv = {cfg.svmrun,          "-n",        Str(p.nodes),
+            "-t",                Str(p.tpn), "--fault",
+            svm::prim::ToString(p.fault), "--timeout", Str(timeout_s),
+            "--preload",         cfg.preload, "--mode", p.mode};
+    for (const std::string& f : c.flags) argv.push_back(Expand(f, p, data));
+    argv.push_back("--");
+  }
   argv.push_back(cfg.bin + "/" + c.program);
   for (const std::string& a : c.args) argv.push_back(Expand(a, p, data));
 
