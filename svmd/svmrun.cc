@@ -36,6 +36,9 @@
 #include "svmd/local_node.h"
 #include "svmd/net.h"
 #include "svmd/options.h"
+#ifdef SVM_HAVE_VERBS
+#include "nic_ext/verbs/verbs_transport.h"
+#endif
 #include "svmd/stats_report.h"
 
 namespace svm::svmd {
@@ -801,6 +804,22 @@ Status FindPreload(const std::string& given, std::string* out) {
                                  "plain program without the runtime");
 }
 
+// What this host can tell of the transport before anything starts: verbs
+// needs an RDMA device (a local job's nodes run here; for --hosts each node
+// checks on its own host). 2 with one line, like a bad flag.
+Status CheckTransport(const Options& o) {
+#ifdef SVM_HAVE_VERBS
+  if (o.transport == "verbs" && o.hosts.empty()) {
+    if (Status s = nic::ProbeRdmaDevice(); !s.ok())
+      return Status::Unsupported("--transport verbs: " + s.message() +
+                                 " on this host (libibverbs lists none); use --transport tcp");
+  }
+#else
+  (void)o;
+#endif
+  return Status::Ok();
+}
+
 int Main(int argc, char** argv) {
   Options o;
   int exit_now = -1;
@@ -813,6 +832,10 @@ int Main(int argc, char** argv) {
   Status s = FindPreload(o.preload, &preload);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
+    return 2;
+  }
+  if (Status t = CheckTransport(o); !t.ok()) {
+    spdlog::error("{}", t.message());
     return 2;
   }
   Key admin{};
