@@ -22,9 +22,6 @@
 #include "libsvm/stats.h"
 #include "nic_ext/fake/fake_transport.h"
 #include "nic_ext/tcp/tcp_transport.h"
-#ifdef SVM_HAVE_VERBS
-#include "nic_ext/verbs/verbs_transport.h"
-#endif
 #include "protocol/wire.h"
 #include "svmd/control_client.h"
 
@@ -259,12 +256,9 @@ Status Runtime::Connect() {
   reassembler_ = std::make_unique<Reassembler>(opts_.nodes);
 
   if (opts_.transport == "verbs") {
-#ifdef SVM_HAVE_VERBS
-    if (Status st = nic::ProbeRdmaDevice(); !st.ok())
-      return Status::Unsupported("--transport verbs: " + st.message() + " on this host");
-#endif
-    // The verbs NIC takes local buffers only from registered memory, and the
-    // runtime's messages and one-sided buffers are not there yet.
+    // svmrun checked for an RDMA device. The verbs NIC takes local buffers
+    // only from registered memory, and the runtime's messages and one-sided
+    // buffers are not there yet.
     return Status::Unsupported(
         "--transport verbs: the runtime does not run over verbs yet (its message and one-sided "
         "buffers are not in registered memory); nic_verbs_selftest checks the fabric itself");
