@@ -247,7 +247,7 @@ void Runtime::Protect(PageId first, size_t count, Prot prot) {
   const PageId end = first + count;
   for (auto& s : segments_) {
     const PageId from = std::max(first, s->first), to = std::min(end, s->first + s->pages());
-    if (from >= to) continue;
+    if (from >= to || !s->trap) continue;
     if (int err = s->trap->Protect(from - s->first, to - from, prot); err != 0)
       Die(s->trap->ProtectStatus(from - s->first, to - from, prot).ToString());
   }

@@ -235,7 +235,7 @@ Status Runtime::OpenGlobals() {
   // Until the trap is open the globals are inaccessible, so open it at once.
   {
     std::lock_guard<std::mutex> l(mu_);
-    st = prim::FaultTrap::Open(opts_.fault, seg->region.get(), seg->handler.get(), &seg->trap);
+    st = OpenTrap(*seg);
     if (st.ok()) segments_.push_back(std::move(seg));
   }
   if (!st.ok()) {
@@ -310,11 +310,19 @@ Status Runtime::Connect() {
   node_ = std::make_unique<Node>(nc, this);
 
   heap.handler = std::make_unique<SegmentHandler>(this, heap.first);
-  if (Status st = prim::FaultTrap::Open(opts_.fault, heap.region.get(), heap.handler.get(),
-                                        &heap.trap);
-      !st.ok())
-    return st;
-  return Status::Ok();
+  return OpenTrap(heap);
+}
+
+// A job of one node shares nothing: no other node can hold a page, so there
+// is nothing to trap (every page would stay untracked) and its memory is
+// left to the kernel as a native program's is.
+Status Runtime::OpenTrap(Segment& s) {
+  if (opts_.nodes == 1) {
+    if (mprotect(s.region->app(), s.region->size(), PROT_READ | PROT_WRITE) != 0)
+      return Status::Unsupported(fmt::format("mprotect of the {} view: {}", s.name, std::strerror(errno)));
+    return Status::Ok();
+  }
+  return prim::FaultTrap::Open(opts_.fault, s.region.get(), s.handler.get(), &s.trap);
 }
 
 // Serves messages. When idle for a moment it also does what nobody else may

@@ -172,6 +172,8 @@ class Runtime final : public Host {
   Status Start();
   Status OpenHeap();
   Status OpenGlobals();
+  // Opens s's fault trap (none in a one-node job: s is left read-write).
+  Status OpenTrap(Segment& s);
   void ScrubEnvironment();
   Status Connect();
   // Registers the exported memory and connects the NIC (after OpenGlobals:
