@@ -774,7 +774,8 @@ std::string ExeDir() {
   return std::filesystem::path(buf).parent_path().string();
 }
 
-// The runtime library: --preload, else next to svmrun (installed or build tree).
+// The runtime library: --preload, else found from svmrun's own directory:
+// installed (bin/ -> lib/svm/), or in the build tree (svmd/ -> libsvm/).
 Status FindPreload(const std::string& given, std::string* out) {
   if (given == "none") {
     *out = "none";
@@ -785,7 +786,7 @@ Status FindPreload(const std::string& given, std::string* out) {
     candidates.push_back(given);
   } else {
     std::string dir = ExeDir();
-    candidates = {dir + "/../lib/libsvm.so", dir + "/../libsvm/libsvm.so"};
+    candidates = {dir + "/" SVM_PRELOAD_FROM_BINDIR "/libsvm.so", dir + "/../libsvm/libsvm.so"};
   }
   for (const auto& c : candidates) {
     if (::access(c.c_str(), R_OK) == 0) {
