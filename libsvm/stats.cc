@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "libsvm/svm.h"
+
 namespace svm::rt::stats {
 namespace {
 
