@@ -240,7 +240,7 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
   CLI::App app{"svmrun: run a pthreads program across the nodes of a shared virtual memory job",
                "svmrun"};
   app.footer("Usage: svmrun [OPTIONS] -- PROGRAM [ARGS...]\nEvery option has an SVM_* environment twin (shown as (Env:...)); the flag wins.");
-  app.set_version_flag("--version", std::string("svmrun ") + SVM_VERSION);
+  app.set_version_flag("--version", std::string("svmrun ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
   if (!have_dashdash) app.prefix_command();
   std::vector<std::string> values(std::size(kTable));
   std::vector<CLI::Option*> opts;

@@ -331,7 +331,7 @@ void Session::Cleanup() {
 int Main(int argc, char** argv) {
   std::string listen = "0.0.0.0:7117", key_file, level = "info";
   CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
-  app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION);
+  app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
   app.add_option("--listen", listen, "ADDR:PORT to listen on (port 0 picks one)")->capture_default_str();
   app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users")
       ->required();

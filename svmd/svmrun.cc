@@ -720,6 +720,7 @@ void Job::ReportStats(int64_t elapsed_ns) {
     spdlog::error("statistics: {}", s.message());
     return;
   }
+  merged["job"] = JobConfig(o_, program_);
   const std::string text = FormatStatsSummary(merged);
   WriteAll(2, text.data(), text.size());
   const std::string tmp = o_.stats + ".tmp";

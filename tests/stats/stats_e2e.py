@@ -86,6 +86,49 @@ check("phases work and locked", set(stats["phases"]) == {"work", "locked"}, str(
 check("every worker has both phases", all(len(t["phases"]) == 2 and all(p["count"] == 20 for p in t["phases"])
                                           for t in workers), str([t["phases"] for t in workers]))
 
+# The job's configuration travels with the numbers.
+job = stats.get("job", {})
+check("job: program and arguments", job.get("program") == args.program and job.get("args") == [str(THREADS)],
+      str(job))
+check("job: path resolved", job.get("path") == os.path.realpath(args.program), str(job.get("path")))
+check("job: nodes x threads", job.get("nodes") == 2 and job.get("threads_per_node") == 2, str(job))
+check("job: mode, fault backend, transport",
+      (job.get("mode"), job.get("fault"), job.get("transport")) == ("base", "uffd", "tcp"), str(job))
+check("job: local (no hosts)", job.get("hosts") == [], str(job.get("hosts")))
+check("job: svm version and git commit", bool(job.get("svm_version")) and bool(job.get("git_commit")), str(job))
+check("summary names the job", "job: %s %d | 2 nodes x 2 threads | base, uffd, tcp" %
+      (os.path.basename(args.program), THREADS) in p.stderr, p.stderr)
+
+
+def charged_without_work(stats):
+    """Threads charged twin or diff time on a node that made no twin or diff."""
+    bad = []
+    per_node = {n["node"]: n["counters"] for n in stats["per_node"]}
+    for t in stats["threads"]:
+        node = per_node[t["node"]]
+        for cat, counter in (("twin", "twins"), ("diff", "diffs")):
+            if node.get(counter, 0) == 0 and t["time_ns"].get(cat, 0) > 0:
+                bad.append("n%d.%s%d: %s %d ns with 0 %s" % (t["node"], t["kind"], t["thread"], cat,
+                                                            t["time_ns"][cat], counter))
+    return bad
+
+
+check("twin/diff time only where twins/diffs were made", not charged_without_work(stats),
+      "; ".join(charged_without_work(stats)))
+
+# One node: every page is at home, so intervals close without a diff; none
+# of that may be charged to diff.
+one = os.path.join(args.workdir, "stats_e2e_1node.json")
+r = subprocess.run([args.svmrun, "-n", "1", "--timeout", "60", "--stats", one, "--preload", args.preload,
+                    "--", args.program, str(THREADS)], capture_output=True, text=True, timeout=90)
+if check("1-node job runs", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-2000:]):
+    with open(one) as f:
+        single = json.load(f)
+    sc = single["counters"]
+    check("1 node: intervals closed, no diffs", sc["intervals"] > 0 and sc["diffs"] == 0,
+          "intervals %d diffs %d" % (sc["intervals"], sc["diffs"]))
+    check("1 node: no diff time", not charged_without_work(single), "; ".join(charged_without_work(single)))
+
 q = subprocess.run([args.plot, out, "-o", png], capture_output=True, text=True, timeout=120)
 if q.returncode == 3:  # svm-plot: no matplotlib
     print("%-50s skipped [python3-matplotlib not installed]" % "svm-plot writes a PNG")
