@@ -127,7 +127,9 @@ class Job {
   void Emit(uint32_t node, int stream, std::string_view line);
   bool AllDone() const;
   void Shutdown();
-  void ReportStats(int64_t elapsed_ns);
+  // started_ns: steady_clock (CLOCK_MONOTONIC, as the nodes' records) when
+  // the nodes had been started.
+  void ReportStats(int64_t started_ns, int64_t elapsed_ns);
 
   Options o_;
   std::string preload_, program_;
@@ -709,7 +711,7 @@ void Job::Shutdown() {
 
 // Merges the nodes' reports (written before they exited) into --stats FILE
 // and prints the summary. Nodes on other hosts write none yet.
-void Job::ReportStats(int64_t elapsed_ns) {
+void Job::ReportStats(int64_t started_ns, int64_t elapsed_ns) {
   if (stats_dir_.empty()) return;
   std::vector<nlohmann::json> reports;
   std::vector<uint32_t> missing;
@@ -721,6 +723,10 @@ void Job::ReportStats(int64_t elapsed_ns) {
     return;
   }
   merged["job"] = JobConfig(o_, program_);
+  // Comparable with the threads' start_ns/end_ns where they ran on this
+  // host: svm-plot splits the job's elapsed time into start-up, the
+  // program's threads and teardown.
+  merged["start_ns"] = started_ns;
   const std::string text = FormatStatsSummary(merged);
   WriteAll(2, text.data(), text.size());
   const std::string tmp = o_.stats + ".tmp";
@@ -759,7 +765,8 @@ int Job::Run() {
   }
   const auto started = std::chrono::steady_clock::now();
   Loop();
-  ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+  ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count(),
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                     started)
                   .count());
   Shutdown();

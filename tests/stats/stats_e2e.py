@@ -138,6 +138,22 @@ else:
         with open(png, "rb") as f:
             ok = f.read(8) == b"\x89PNG\r\n\x1a\n"
     check("svm-plot writes a PNG", ok, q.stderr)
+    e = subprocess.run([args.plot, out, "-o", png, "--explain"], capture_output=True, text=True, timeout=120)
+    lines = e.stdout.splitlines()
+    check("plot title: program and configuration",
+          "title: %s %d | 2 nodes x 2 threads | base, uffd, tcp" % (os.path.basename(args.program), THREADS)
+          in lines, e.stdout)
+    split = [l for l in lines if l.startswith("time split: ")]
+    parts = [int(w) for w in split[0].replace(",", " ").split() if w.isdigit()] if split else []
+    check("plot splits elapsed into start-up, threads, teardown",
+          len(parts) == 3 and sum(parts) == stats["elapsed_ns"] and parts[1] > 0, e.stdout)
+    panel = lines.index([l for l in lines if l.startswith("panel: time per thread")][0]) if e.returncode == 0 else 0
+    cats = lines[panel + 1] if e.returncode == 0 else ""
+    check("plot draws no idle time", "idle" not in cats and "handler" in cats, cats)
+    check("plot groups bars by node, handler (busy) last",
+          e.returncode == 0 and lines[panel + 2].startswith("  node 0: t0 (main)")
+          and lines[panel + 2].endswith("handler (busy)") and lines[panel + 3].startswith("  node 1: "),
+          e.stdout)
 
 print("stats_e2e: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
