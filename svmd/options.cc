@@ -1,6 +1,7 @@
 #include "svmd/options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -39,7 +40,7 @@ Status ParseU32(const std::string& flag, const std::string& t, uint32_t lo, uint
   }
 
 const OptionSpec kTable[] = {
-    {"-n,--nodes", "SVM_NODES", "1", "number of nodes (processes) of the job", false,
+    {"-n,--nodes", "SVM_NODES", "1", "number of nodes (processes) of the job; -np N is the same", false,
      [](const std::string& t, Options* o) { return ParseU32("--nodes", t, 1, 1024, &o->nodes); }},
     {"-t,--threads-per-node", "SVM_THREADS_PER_NODE", "1", "application threads per node", false,
      [](const std::string& t, Options* o) {
@@ -144,6 +145,25 @@ const OptionSpec kTable[] = {
      }},
 };
 
+// Whether flag (as typed, e.g. "-n" or "--mode") is one of spec's names.
+bool Names(const OptionSpec& spec, std::string_view flag) {
+  std::string_view names(spec.flags);
+  while (!names.empty()) {
+    const size_t comma = names.find(',');
+    if (names.substr(0, comma) == flag) return true;
+    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+  }
+  return false;
+}
+
+// Whether flag names an option that takes a value (the next argument).
+bool TakesValue(std::string_view flag) {
+  if (flag == "-np") return true;
+  for (const OptionSpec& spec : kTable)
+    if (Names(spec, flag)) return !spec.is_switch;
+  return false;
+}
+
 }  // namespace
 
 Status CheckChoice(std::span<const Choice> table, const std::string& flag, const std::string& value) {
@@ -229,12 +249,30 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
   // argument CLI11 cannot place starts it.
   std::vector<std::string> args;
   bool have_dashdash = false;
+  bool in_options = true;  // before the program's name
   for (int i = 1; i < argc; ++i) {
-    if (!have_dashdash && std::string_view(argv[i]) == "--") {
+    const std::string_view a(argv[i]);
+    if (!have_dashdash && a == "--") {
       have_dashdash = true;
       continue;
     }
-    (have_dashdash ? o->program : args).push_back(argv[i]);
+    if (have_dashdash) {
+      o->program.push_back(argv[i]);
+      continue;
+    }
+    // -np N: mpirun's spelling of -n (CLI11 takes one-letter single-dash
+    // names only). Not inside the program's own arguments.
+    if (in_options && (a == "-np" || a.starts_with("-np="))) {
+      args.push_back(a == "-np" ? std::string("-n") : "-n" + std::string(a.substr(4)));
+      continue;
+    }
+    args.push_back(argv[i]);
+    if (!in_options) continue;
+    if (!a.starts_with("-")) {
+      in_options = false;  // the program (without "--")
+    } else if (a.find('=') == std::string_view::npos && TakesValue(a) && i + 1 < argc) {
+      args.push_back(argv[++i]);
+    }
   }
 
   CLI::App app{"svmrun: run a pthreads program across the nodes of a shared virtual memory job",
@@ -257,6 +295,7 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
     opt->envname(spec.env);
     opts.push_back(opt);
   }
+  const std::vector<std::string> typed = args;  // app.parse consumes args
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -270,10 +309,21 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
   if (!have_dashdash) {
     for (auto& r : app.remaining()) o->program.push_back(r);
   }
+  const char* verbose = std::getenv("SVM_VERBOSE");
+  const bool show = verbose && *verbose && std::string_view(verbose) != "0";
+  if (show) std::cerr << "svmrun: options in effect (SVM_VERBOSE):\n";
   for (size_t i = 0; i < std::size(kTable); ++i) {
     const OptionSpec& spec = kTable[i];
     std::string text;
     text = opts[i]->count() > 0 ? values[i] : spec.def;
+    if (show) {
+      const bool on_line = std::any_of(typed.begin(), typed.end(), [&](const std::string& a) {
+        return Names(spec, std::string_view(a).substr(0, a.find('=')));
+      });
+      const char* from = opts[i]->count() == 0 ? "default" : on_line ? "flag" : spec.env;
+      std::cerr << "  " << opts[i]->get_name() << " = " << (text.empty() ? "\"\"" : text) << "  (" << from
+                << ")\n";
+    }
     Status s = spec.apply(text, o);
     if (!s.ok()) {
       std::cerr << "svmrun: " << s.message() << "\n";

@@ -1,0 +1,72 @@
+// svmrun's command line: the -np alias, SVM_VERBOSE, and the runtime knobs
+// svmrun forwards to its nodes.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "svmd/options.h"
+#include "tests/launch/launch_util.h"
+
+namespace svm::launch_test {
+namespace {
+
+using svmd::Options;
+
+// Parses argv (svmrun's name first) into *o; the exit code ParseCommandLine
+// asked for (-1 = run).
+int Parse(std::vector<std::string> argv, Options* o) {
+  std::vector<char*> ptrs;
+  for (auto& a : argv) ptrs.push_back(a.data());
+  int exit_now = -1;
+  EXPECT_TRUE(svmd::ParseCommandLine(int(ptrs.size()), ptrs.data(), o, &exit_now).ok());
+  return exit_now;
+}
+
+TEST(Options, NpIsAnAliasOfN) {
+  Options a;
+  ASSERT_EQ(Parse({"svmrun", "-np", "3", "--", "prog"}, &a), -1);
+  EXPECT_EQ(a.nodes, 3u);
+  Options b;
+  ASSERT_EQ(Parse({"svmrun", "--mode", "dw", "-np=2", "--", "prog", "x"}, &b), -1);
+  EXPECT_EQ(b.nodes, 2u);
+  EXPECT_EQ(b.mode, "dw");
+  EXPECT_EQ(b.program, (std::vector<std::string>{"prog", "x"}));
+}
+
+TEST(Options, NpInTheProgramsArgumentsIsTheProgramsOwn) {
+  Options a;  // without "--": the program starts at its name
+  ASSERT_EQ(Parse({"svmrun", "-n", "2", "--tag-output", "prog", "-np", "5"}, &a), -1);
+  EXPECT_EQ(a.nodes, 2u);
+  EXPECT_EQ(a.program, (std::vector<std::string>{"prog", "-np", "5"}));
+  Options b;
+  ASSERT_EQ(Parse({"svmrun", "-np", "2", "--", "prog", "-np", "5"}, &b), -1);
+  EXPECT_EQ(b.nodes, 2u);
+  EXPECT_EQ(b.program, (std::vector<std::string>{"prog", "-np", "5"}));
+}
+
+TEST(Options, VerbosePrintsTheOptionsInEffect) {
+  setenv("SVM_VERBOSE", "1", 1);
+  setenv("SVM_MODE", "rf", 1);
+  testing::internal::CaptureStderr();
+  Options o;
+  const int rc = Parse({"svmrun", "-n", "2", "--", "prog"}, &o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("SVM_VERBOSE");
+  unsetenv("SVM_MODE");
+  ASSERT_EQ(rc, -1) << err;
+  EXPECT_NE(err.find("options in effect"), std::string::npos) << err;
+  EXPECT_NE(err.find("--nodes = 2  (flag)"), std::string::npos) << err;
+  EXPECT_NE(err.find("--mode = rf  (SVM_MODE)"), std::string::npos) << err;
+  EXPECT_NE(err.find("--fault = uffd  (default)"), std::string::npos) << err;
+}
+
+TEST(Options, RuntimeKnobsReachTheNodes) {
+  // libsvm's own variables (no svmrun flag) pass through to every node.
+  Child c({Svmrun(), "--preload", "none", "--", "/usr/bin/env"},
+          {"SVM_VERBOSE=1", "SVM_SHOW_STATS=1", "SVM_SHARE_GLOBALS=0", "SVM_NOTICE_RING=4096"});
+  ASSERT_EQ(c.ExitCode(), 0) << c.err;
+  for (const char* v : {"SVM_VERBOSE=1", "SVM_SHOW_STATS=1", "SVM_SHARE_GLOBALS=0", "SVM_NOTICE_RING=4096"})
+    EXPECT_NE(("\n" + c.out).find(std::string("\n") + v + "\n"), std::string::npos) << v << "\n" << c.out;
+}
+
+}  // namespace
+}  // namespace svm::launch_test
