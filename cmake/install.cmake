@@ -4,7 +4,7 @@
 #   lib/svm/    libsvm.so (preloaded by svmrun; see SVM_INSTALL_PRELOADDIR)
 #   include/svm/svm.h
 #   lib/cmake/svm/, lib/pkgconfig/svm.pc
-#   share/doc/svm/, share/man/man1/
+#   share/doc/svm/, share/man/man1/svmrun.1, svmd.1
 include(CMakePackageConfigHelpers)
 
 install(TARGETS svm EXPORT svmTargets
@@ -16,6 +16,29 @@ install(PROGRAMS scripts/svm-plot DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md CHANGELOG.md LICENSE doc/onesided.md doc/runtime.md doc/stats.md doc/wire.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES svmd/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME svmd.md)
+
+# Man pages from the programs' own --help (doc/man/gen-man.py; the sections
+# CLI11 does not know come from doc/man/*.h2m).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  set(svm_man_pages)
+  foreach(prog svmrun svmd)
+    set(page ${PROJECT_BINARY_DIR}/man/${prog}.1)
+    add_custom_command(
+      OUTPUT ${page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+      COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/doc/man/gen-man.py $<TARGET_FILE:${prog}>
+              ${PROJECT_SOURCE_DIR}/doc/man/${prog}.h2m ${page}
+      DEPENDS ${prog} ${PROJECT_SOURCE_DIR}/doc/man/gen-man.py ${PROJECT_SOURCE_DIR}/doc/man/${prog}.h2m
+      COMMENT "man page ${prog}.1"
+      VERBATIM)
+    list(APPEND svm_man_pages ${page})
+  endforeach()
+  add_custom_target(svm_man ALL DEPENDS ${svm_man_pages})
+  install(FILES ${svm_man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+else()
+  message(STATUS "man pages: not generated (no Python 3)")
+endif()
 
 install(EXPORT svmTargets NAMESPACE svm:: DESTINATION ${SVM_INSTALL_CMAKEDIR})
 configure_package_config_file(cmake/svmConfig.cmake.in ${PROJECT_BINARY_DIR}/svmConfig.cmake

@@ -37,6 +37,15 @@ job() {
   grep -qx "nodes 2: 1" <<<"$out" && grep -q "^libsvm $1/.*/svm/libsvm.so\$" <<<"$out"
 }
 
+man_page() {  # man_page PREFIX PROG
+  local page=$1/share/man/man1/$2.1 text flag
+  text=$(MANWIDTH=200 man --warnings -l "$page" 2>&1) || return 1
+  if grep -q "warning" <<<"$text"; then echo "$text" | grep warning; return 1; fi
+  for flag in $("$1/bin/$2" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    grep -q -- "$flag" <<<"$text" || { echo "$2.1 lacks $flag"; return 1; }
+  done
+}
+
 pc_build() {  # pc_build PREFIX OUT: hello.c built with pkg-config's flags
   local pcdir
   pcdir=$(dirname "$(find "$1" -name svm.pc | head -1)")
@@ -55,6 +64,13 @@ install)
   check "installed libsvm.so, svmConfig.cmake, svm.pc" bash -c \
     "find '$prefix' -path '*/svm/libsvm.so' | grep -q . && find '$prefix' -name svmConfig.cmake | grep -q . \
      && find '$prefix' -name svm.pc | grep -q ."
+  for prog in svmrun svmd; do
+    if command -v man >/dev/null; then
+      check "man page $prog.1 renders and lists every option of --help" man_page "$prefix" "$prog"
+    else
+      printf '%-55s skipped [man-db not installed]\n' "man page $prog.1"
+    fi
+  done
   check "consumer configures with find_package(svm)" \
     cmake -S "$here/consumer" -B "$work/consumer" -G "$generator" -DCMAKE_PREFIX_PATH="$prefix"
   check "consumer builds" cmake --build "$work/consumer"
