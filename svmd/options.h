@@ -1,6 +1,7 @@
-// svmrun's options: one table (flag, SVM_* environment twin, default,
-// validator, help) and the choice tables behind --mode, --fault, --transport,
-// --home and --place. Enabling a mode later is one line in kModes.
+// svmrun's options: one table (flag, SVM_* environment twin, default, help,
+// and the typed CLI11 option with its validators) and the choice tables
+// behind --mode, --fault, --transport, --home, --place, --pin and
+// --log-level. Enabling a mode later is one line in kModes.
 //
 // Precedence: command-line flag, then the environment twin, then the
 // default. A value this build cannot serve is refused before anything
@@ -13,6 +14,11 @@
 #include <vector>
 
 #include "protocol/status.h"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace svm::svmd {
 
@@ -90,11 +96,12 @@ struct Options {
 struct OptionSpec {
   const char* flags;  // CLI11 spelling, e.g. "-n,--nodes"
   const char* env;    // environment twin
-  const char* def;    // default as text ("" = none)
+  const char* def;    // the default as shown (Options' initializer is the value)
   const char* help;
   bool is_switch;     // a flag without value
-  // Parses and validates the text form into *o; an error names the flag.
-  Status (*apply)(const std::string& text, Options* o);
+  // Declares the option on app bound to its field of *o: typed, with CLI11
+  // validators (ranges, choices, svm's size/duration/rate units).
+  CLI::Option* (*add)(CLI::App& app, const OptionSpec& spec, Options* o);
 };
 std::span<const OptionSpec> OptionTable();
 

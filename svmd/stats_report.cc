@@ -286,7 +286,8 @@ std::string FormatStatsSummary(const json& m) {
   out += "\n";
   if (const std::string job = DescribeJob(m); !job.empty()) {
     const json& j = m["job"];
-    out += "  job: " + job + " | svm " + j.value("svm_version", "?") + " (" + j.value("git_commit", "?") + ")\n";
+    out += "  job: " + job + " | svm " + j.value("svm_version", "?") + " (" + j.value("git_commit", "?") +
+           ")\n";
   }
   Table(out, s, true);
   if (s["handlers"].get<size_t>() > 0) {

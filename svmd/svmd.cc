@@ -34,6 +34,7 @@
 #include "svmd/frame.h"
 #include "svmd/local_node.h"
 #include "svmd/net.h"
+#include "svmd/options.h"
 
 namespace svm::svmd {
 namespace {
@@ -332,10 +333,15 @@ int Main(int argc, char** argv) {
   std::string listen = "0.0.0.0:7117", key_file, level = "info";
   CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
   app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
-  app.add_option("--listen", listen, "ADDR:PORT to listen on (port 0 picks one)")->capture_default_str();
+  app.add_option("--listen", listen, "address and port to listen on (port 0 picks one)")
+      ->capture_default_str()
+      ->type_name("ADDR:PORT");
   app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users")
-      ->required();
-  app.add_option("--log-level", level, "trace|debug|info|warn|error|off")->capture_default_str();
+      ->required()
+      ->type_name("FILE");
+  std::vector<std::string> levels;
+  for (const Choice& c : kLogLevels) levels.push_back(c.name);
+  app.add_option("--log-level", level, "log level")->capture_default_str()->check(CLI::IsMember(levels));
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));

@@ -43,6 +43,34 @@ TEST(Options, NpInTheProgramsArgumentsIsTheProgramsOwn) {
   EXPECT_EQ(b.program, (std::vector<std::string>{"prog", "-np", "5"}));
 }
 
+TEST(Options, ValuesAreTypedAndValidatedByCli11) {
+  setenv("SVM_REGION_SIZE", "2M", 1);
+  Options o;
+  ASSERT_EQ(Parse({"svmrun", "-t", "3", "--net-latency", "2us", "--net-bandwidth", "10Gbit", "--timeout",
+                   "1.5", "--hosts", "a,b:7000", "--tag-output", "--", "prog"},
+                  &o),
+            -1);
+  unsetenv("SVM_REGION_SIZE");
+  EXPECT_EQ(o.threads_per_node, 3u);
+  EXPECT_EQ(o.region_size, 2u << 20);
+  EXPECT_EQ(o.region_base, 0x200000000000ull);  // the default
+  EXPECT_EQ(o.net_latency_ns, 2000u);
+  EXPECT_EQ(o.net_bandwidth, 1250000000u);
+  EXPECT_EQ(o.timeout_s, 1.5);
+  EXPECT_EQ(o.hosts, (std::vector<std::string>{"a", "b:7000"}));
+  EXPECT_TRUE(o.tag_output);
+  // --help shows each option's type and its range or choices.
+  testing::internal::CaptureStdout();
+  Options h;
+  EXPECT_EQ(Parse({"svmrun", "--help"}, &h), 0);
+  const std::string help = testing::internal::GetCapturedStdout();
+  for (const char* want : {"-n,--nodes N:UINT in [1 - 1024]", "--mode TEXT:{base,dw,rf,dd,nil}",
+                           "--region-size SIZE", "--net-latency DURATION", "--net-bandwidth RATE",
+                           "--timeout SECONDS:FLOAT in [0 - 1e+07]"})
+    EXPECT_NE(help.find(want), std::string::npos) << want << "\n" << help;
+  EXPECT_EQ(help.find(" TEXT (Env"), std::string::npos) << help;  // no untyped option left
+}
+
 TEST(Options, VerbosePrintsTheOptionsInEffect) {
   setenv("SVM_VERBOSE", "1", 1);
   setenv("SVM_MODE", "rf", 1);
