@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "protocol/status.h"
+#include "svmd/units.h"  // ParseSize, ParseDuration, ParseRate
 
 namespace CLI {
 class App;
@@ -58,14 +59,6 @@ inline constexpr Choice kLogLevels[] = {{"trace", true, ""}, {"debug", true, ""}
 // Ok if value names an available choice; otherwise an error such as
 // "--transport verbs is not built into this svmrun; valid choices: tcp".
 Status CheckChoice(std::span<const Choice> table, const std::string& flag, const std::string& value);
-
-// "4096", "64K", "1M", "2G", "0x200000000000" -> bytes.
-Status ParseSize(const std::string& text, uint64_t* out);
-// "0", "500ns", "2us", "1.5ms", "1s" -> nanoseconds.
-Status ParseDuration(const std::string& text, uint64_t* ns);
-// "0", "10Gbit", "100Mbit", "1.25GB" (decimal units, per second; "/s" may
-// follow) -> bytes per second.
-Status ParseRate(const std::string& text, uint64_t* bytes_per_s);
 
 inline constexpr uint16_t kDefaultSvmdPort = 7117;
 

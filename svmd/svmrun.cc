@@ -175,8 +175,9 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_HOME=" + o_.home,
       "SVM_LOG_LEVEL=" + o_.log_level,
       "SVM_JOB_EPOCH=" + std::to_string(epoch_),
-      "SVM_NET_LATENCY_NS=" + std::to_string(o_.net_latency_ns),
-      "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth),
+      // The same names and syntax as svmrun's twins (svmd/units.h).
+      "SVM_NET_LATENCY=" + std::to_string(o_.net_latency_ns) + "ns",
+      "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
       "LD_BIND_NOW=1",
   };

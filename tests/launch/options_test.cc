@@ -96,5 +96,22 @@ TEST(Options, RuntimeKnobsReachTheNodes) {
     EXPECT_NE(("\n" + c.out).find(std::string("\n") + v + "\n"), std::string::npos) << v << "\n" << c.out;
 }
 
+TEST(Options, NetworkKnobsReachTheNodesUnderTheirOwnNames) {
+  // One name per knob: the nodes read SVM_NET_LATENCY / SVM_NET_BANDWIDTH,
+  // in svmrun's syntax (no SVM_NET_LATENCY_NS beside SVM_NET_LATENCY).
+  Child c({Svmrun(), "--preload", "none", "--net-latency", "2us", "--net-bandwidth", "10Gbit", "--",
+           "/usr/bin/env"});
+  ASSERT_EQ(c.ExitCode(), 0) << c.err;
+  const std::string env = "\n" + c.out;
+  EXPECT_NE(env.find("\nSVM_NET_LATENCY=2000ns\n"), std::string::npos) << c.out;
+  EXPECT_NE(env.find("\nSVM_NET_BANDWIDTH=1250000000B\n"), std::string::npos) << c.out;
+  EXPECT_EQ(env.find("SVM_NET_LATENCY_NS"), std::string::npos) << c.out;
+  uint64_t v;
+  ASSERT_TRUE(svmd::ParseDuration("2000ns", &v).ok());
+  EXPECT_EQ(v, 2000u);
+  ASSERT_TRUE(svmd::ParseRate("1250000000B", &v).ok());
+  EXPECT_EQ(v, 1250000000u);
+}
+
 }  // namespace
 }  // namespace svm::launch_test

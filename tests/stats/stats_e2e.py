@@ -129,6 +129,22 @@ if check("1-node job runs", r.returncode == 0 and r.stdout.startswith("ok"), r.s
           "intervals %d diffs %d" % (sc["intervals"], sc["diffs"]))
     check("1 node: no diff time", not charged_without_work(single), "; ".join(charged_without_work(single)))
 
+# libsvm reads --net-latency under svmrun's name (SVM_NET_LATENCY): with
+# 20 ms injected per message a remote fetch waits >= 40 ms (none does
+# without it).
+lat = os.path.join(args.workdir, "stats_e2e_latency.json")
+r = subprocess.run([args.svmrun, "-n", "2", "--timeout", "100", "--net-latency", "20ms", "--stats", lat,
+                    "--preload", args.preload, "--", args.program, "2"], capture_output=True, text=True,
+                   timeout=120)
+if check("job with --net-latency 20ms runs", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-2000:]):
+    with open(lat) as f:
+        slow = json.load(f)
+    waits = [t["time_ns"].get("data_wait", 0) for t in slow["threads"] if t["kind"] == "app"]
+    check("the nodes injected the latency (a data wait >= 40 ms)",
+          slow["counters"]["fetches"] > 0 and max(waits) >= 40e6,
+          "fetches %d, data waits %s" % (slow["counters"]["fetches"], waits))
+    check("job records the latency", slow["job"]["net_latency_ns"] == 20000000, str(slow["job"]))
+
 q = subprocess.run([args.plot, out, "-o", png], capture_output=True, text=True, timeout=120)
 if q.returncode == 3:  # svm-plot: no matplotlib
     print("%-50s skipped [python3-matplotlib not installed]" % "svm-plot writes a PNG")
