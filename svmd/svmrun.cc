@@ -130,6 +130,8 @@ class Job {
   // started_ns: steady_clock (CLOCK_MONOTONIC, as the nodes' records) when
   // the nodes had been started.
   void ReportStats(int64_t started_ns, int64_t elapsed_ns);
+  // A remote node's report (from its svmd) joins the local ones' directory.
+  void SaveRemoteStats(const NodeStatsMsg& m);
 
   Options o_;
   std::string preload_, program_;
@@ -557,6 +559,14 @@ void Job::OnHost(size_t hi) {
       OutputMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
       if (m.node < nodes_.size()) Emit(m.node, m.stream, m.data);
+    } else if (f.type == MsgType::kNodeStats) {
+      NodeStatsMsg m;
+      if (err = Decode(f.body, &m); !err.ok()) break;
+      if (m.node >= nodes_.size() || nodes_[m.node].host != int(hi)) {
+        err = Status::Malformed("NODE_STATS for a node not on this host");
+        break;
+      }
+      SaveRemoteStats(m);
     } else if (f.type == MsgType::kNodeExit) {
       NodeExitMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
@@ -712,6 +722,15 @@ void Job::Shutdown() {
 
 // Merges the nodes' reports (written before they exited) into --stats FILE
 // and prints the summary. Nodes on other hosts write none yet.
+void Job::SaveRemoteStats(const NodeStatsMsg& m) {
+  if (stats_dir_.empty()) return;
+  const std::string path = stats_dir_ + "/node-" + std::to_string(m.node) + ".json";
+  FILE* f = fopen(path.c_str(), "w");
+  bool ok = f && fwrite(m.json.data(), 1, m.json.size(), f) == m.json.size();
+  if (f) ok = fclose(f) == 0 && ok;
+  if (!ok) spdlog::warn("statistics of node {}: cannot write {}: {}", m.node, path, strerror(errno));
+}
+
 void Job::ReportStats(int64_t started_ns, int64_t elapsed_ns) {
   if (stats_dir_.empty()) return;
   std::vector<nlohmann::json> reports;
