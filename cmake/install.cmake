@@ -27,7 +27,8 @@ if(Python3_Interpreter_FOUND)
     add_custom_command(
       OUTPUT ${page}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
-      COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/doc/man/gen-man.py $<TARGET_FILE:${prog}>
+      COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+              $<TARGET_FILE:Python3::Interpreter> ${PROJECT_SOURCE_DIR}/doc/man/gen-man.py $<TARGET_FILE:${prog}>
               ${PROJECT_SOURCE_DIR}/doc/man/${prog}.h2m ${page}
       DEPENDS ${prog} ${PROJECT_SOURCE_DIR}/doc/man/gen-man.py ${PROJECT_SOURCE_DIR}/doc/man/${prog}.h2m
       COMMENT "man page ${prog}.1"

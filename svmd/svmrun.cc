@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -855,6 +856,14 @@ int Main(int argc, char** argv) {
       return 2;
     }
   } else {
+    // A local job with more application threads than this host's CPUs
+    // still runs, but its threads take turns: say so before timings mislead.
+    cpu_set_t cpus;
+    const uint64_t threads = uint64_t(o.nodes) * o.threads_per_node;
+    if (::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && threads > uint64_t(CPU_COUNT(&cpus)))
+      spdlog::warn("{} nodes x {} threads = {} application threads on {} CPUs: oversubscribed, they will "
+                   "take turns (timings suffer)",
+                   o.nodes, o.threads_per_node, threads, CPU_COUNT(&cpus));
     s = ResolveProgram(o.program[0], std::filesystem::current_path().string(), &program);
     if (!s.ok()) {
       spdlog::error("{}", s.message());

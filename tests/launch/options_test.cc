@@ -1,6 +1,7 @@
 // svmrun's command line: the -np alias, SVM_VERBOSE, and the runtime knobs
 // svmrun forwards to its nodes.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "svmd/options.h"
@@ -111,6 +112,20 @@ TEST(Options, NetworkKnobsReachTheNodesUnderTheirOwnNames) {
   EXPECT_EQ(v, 2000u);
   ASSERT_TRUE(svmd::ParseRate("1250000000B", &v).ok());
   EXPECT_EQ(v, 1250000000u);
+}
+
+TEST(Options, OversubscriptionIsWarnedAbout) {
+  cpu_set_t cpus;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+  const std::string over = std::to_string(CPU_COUNT(&cpus) + 1);
+  Child c({Svmrun(), "--preload", "none", "-t", over, "--", "/bin/true"});
+  ASSERT_EQ(c.ExitCode(), 0) << c.err;
+  EXPECT_NE(c.err.find("1 nodes x " + over + " threads = " + over + " application threads on"), std::string::npos)
+      << c.err;
+  EXPECT_NE(c.err.find("oversubscribed"), std::string::npos) << c.err;
+  Child fits({Svmrun(), "--preload", "none", "--", "/bin/true"});
+  ASSERT_EQ(fits.ExitCode(), 0) << fits.err;
+  EXPECT_EQ(fits.err.find("oversubscribed"), std::string::npos) << fits.err;
 }
 
 }  // namespace
