@@ -12,7 +12,7 @@ what=$1
 build=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
-work=$(mktemp -d "${TMPDIR:-/tmp}/svm-install.XXXXXX")
+work=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/svm-install.XXXXXX")" && pwd -P)  # svmrun reports canonical paths
 trap 'rm -rf "$work"' EXIT
 failed=0
 
