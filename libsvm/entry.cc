@@ -51,6 +51,26 @@ void* Failed(void* p) {
   return p;
 }
 
+// The shared heap could not give n bytes: ENOMEM, and the first time a line
+// saying which limit was hit and how to raise it (no allocation here).
+void* HeapFailed(void* p, size_t n) {
+  if (p) return p;
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    const alloc::Layout& l = g_heap->layout();
+    char msg[320];
+    const int len = snprintf(msg, sizeof(msg),
+                             "svm: out of shared memory: an allocation of %zu bytes does not fit in "
+                             "node %d's heap slice (%zu MiB: --region-size %zu MiB over %u nodes); "
+                             "raise --region-size\n",
+                             n, NodeIdOfCaller(), l.slice_size >> 20, (l.slice_size * l.nodes) >> 20,
+                             l.nodes);
+    if (len > 0) (void)!write(2, msg, std::min<size_t>(size_t(len), sizeof(msg) - 1));
+  }
+  errno = ENOMEM;
+  return nullptr;
+}
+
 // Moves a block to where the caller's allocations belong.
 void* Move(void* p, size_t old_size, size_t n) {
   void* q = Malloc(n);
@@ -108,7 +128,7 @@ pid_t Fork() {
 }
 
 void* Malloc(size_t n) {
-  if (__builtin_expect(ToHeap(), 1)) return Failed(g_heap->Malloc(n));
+  if (__builtin_expect(ToHeap(), 1)) return HeapFailed(g_heap->Malloc(n), n);
   return Failed(PrivateMalloc(n));
 }
 
@@ -120,7 +140,7 @@ void Free(void* p) {
 }
 
 void* Calloc(size_t n, size_t size) {
-  if (ToHeap()) return Failed(g_heap->Calloc(n, size));
+  if (ToHeap()) return HeapFailed(g_heap->Calloc(n, size), size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
   if (g_glibc.load(std::memory_order_relaxed)) return Failed(__libc_calloc(n, size));
   return Failed(alloc::BootstrapCalloc(n, size));
 }
@@ -128,7 +148,10 @@ void* Calloc(size_t n, size_t size) {
 void* Realloc(void* p, size_t n) {
   if (p == nullptr) return Malloc(n);
   if (InHeap(p)) {
-    if (ToHeap() || n == 0) return Failed(g_heap->Realloc(p, n));
+    if (ToHeap() || n == 0) {
+      void* q = g_heap->Realloc(p, n);
+      return n == 0 ? q : HeapFailed(q, n);  // realloc(p, 0) frees
+    }
     return Failed(Move(p, g_heap->UsableSize(p), n));
   }
   if (alloc::IsBootstrap(p)) {
@@ -149,7 +172,11 @@ void* ReallocArray(void* p, size_t n, size_t size) {
 }
 
 int PosixMemalign(void** out, size_t align, size_t n) {
-  if (ToHeap()) return g_heap->PosixMemalign(out, align, n);
+  if (ToHeap()) {
+    const int err = g_heap->PosixMemalign(out, align, n);
+    if (err == ENOMEM) HeapFailed(nullptr, n);
+    return err;
+  }
   if (align < sizeof(void*) || (align & (align - 1)) != 0) return EINVAL;
   void* p = PrivateAligned(align, n);
   if (!p) return ENOMEM;
@@ -162,22 +189,22 @@ void* AlignedAlloc(size_t align, size_t n) {
     errno = EINVAL;
     return nullptr;
   }
-  if (ToHeap()) return Failed(g_heap->AlignedAlloc(align, n));
+  if (ToHeap()) return HeapFailed(g_heap->AlignedAlloc(align, n), n);
   return Failed(PrivateAligned(align, n));
 }
 
 void* Memalign(size_t align, size_t n) {
-  if (ToHeap()) return Failed(g_heap->Memalign(align, n));
+  if (ToHeap()) return HeapFailed(g_heap->Memalign(align, n), n);
   return Failed(PrivateAligned(std::max<size_t>(align, 16), n));
 }
 
 void* Valloc(size_t n) {
-  if (ToHeap()) return Failed(g_heap->Valloc(n));
+  if (ToHeap()) return HeapFailed(g_heap->Valloc(n), n);
   return Failed(g_glibc.load() ? __libc_valloc(n) : alloc::BootstrapMalloc(n, 4096));
 }
 
 void* Pvalloc(size_t n) {
-  if (ToHeap()) return Failed(g_heap->Pvalloc(n));
+  if (ToHeap()) return HeapFailed(g_heap->Pvalloc(n), n);
   return Failed(g_glibc.load() ? __libc_pvalloc(n)
                                : alloc::BootstrapMalloc((n + 4095) & ~size_t(4095), 4096));
 }

@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "libsvm/fragment.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
@@ -191,6 +192,11 @@ void Runtime::PrepareBuffer(const void* addr, size_t len, Access a) {
 }
 
 void Runtime::Send(NodeId to, std::vector<uint8_t> bytes) {
+  if (bytes.size() <= opts_.max_send) return PostSend(to, std::move(bytes));
+  for (std::vector<uint8_t>& f : Fragment(std::move(bytes), opts_.max_send)) PostSend(to, std::move(f));
+}
+
+void Runtime::PostSend(NodeId to, std::vector<uint8_t> bytes) {
   const uint64_t id = next_wr_++;
   std::vector<uint8_t>& buf = in_flight_[id] = std::move(bytes);
   nic::Sge sge{buf.data(), uint32_t(buf.size())};
@@ -226,11 +232,18 @@ std::span<uint8_t> Runtime::Frame(PageId p) {
   return {reinterpret_cast<uint8_t*>(s.region->ProtoPage(p - s.first)), page};
 }
 
-void Runtime::Protect(PageId p, Prot prot) {
+// A run may cross from one segment into the next, or past the globals' last
+// page into ids no memory backs (the Node maps runs ahead): only the pages
+// that exist are changed.
+void Runtime::Protect(PageId first, size_t count, Prot prot) {
   stats::Scope timing(stats::Category::kProtect);
-  Segment& s = SegmentOf(p);
-  if (int err = s.trap->Protect(p - s.first, 1, prot); err != 0)
-    Die(s.trap->ProtectStatus(p - s.first, 1, prot).ToString());
+  const PageId end = first + count;
+  for (auto& s : segments_) {
+    const PageId from = std::max(first, s->first), to = std::min(end, s->first + s->pages());
+    if (from >= to) continue;
+    if (int err = s->trap->Protect(from - s->first, to - from, prot); err != 0)
+      Die(s->trap->ProtectStatus(from - s->first, to - from, prot).ToString());
+  }
 }
 
 }  // namespace svm::rt

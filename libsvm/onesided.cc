@@ -48,6 +48,9 @@ Status Runtime::OpenExported() {
   if (versions_ == nullptr)
     return Status::Unsupported(fmt::format("mapping the versions table ({} bytes) failed: {}",
                                            versions_bytes_, std::strerror(errno)));
+  marks_ = static_cast<uint64_t*>(MapLazily(geometry_.pages * sizeof(uint64_t)));
+  if (marks_ == nullptr)
+    return Status::Unsupported(fmt::format("mapping the shared-page marks failed: {}", std::strerror(errno)));
   if (n > 1 && DepositsNotices(opts_.mode)) {
     NoticeRingOptions ro;
     ro.self = opts_.node;
@@ -81,6 +84,7 @@ Status Runtime::ConnectNic() {
     if (Status st = reg(kGlobalsFrames, g.region->proto(), g.region->size()); !st.ok()) return st;
   }
   if (Status st = reg(kVersions, versions_, versions_bytes_); !st.ok()) return st;
+  if (Status st = reg(kSharedMarks, marks_, geometry_.pages * sizeof(uint64_t)); !st.ok()) return st;
   if (rings_) {
     if (Status st = nic_->RegisterRegion(rings_->DepositRegion()); !st.ok()) return st;
     if (Status st = nic_->RegisterRegion(rings_->HeadsRegion()); !st.ok()) return st;
@@ -97,6 +101,8 @@ Status Runtime::ConnectNic() {
 std::span<IntervalId> Runtime::Versions(PageId p) {
   return {versions_ + p * opts_.nodes, opts_.nodes};
 }
+
+uint64_t& Runtime::SharedMark(PageId p) { return marks_[p]; }
 
 std::pair<uint32_t, uint64_t> Runtime::FrameAt(PageId p) {
   Segment& s = SegmentOf(p);
@@ -129,7 +135,7 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
   os_ops_.emplace(id, std::move(op));
 }
 
-void Runtime::ReadPage(NodeId home, PageId p) {
+void Runtime::ReadPage(NodeId home, PageId p, bool mark) {
   auto op = std::make_unique<OneSided>();
   op->kind = OneSided::Kind::kReadPage;
   op->home = home;
@@ -139,11 +145,14 @@ void Runtime::ReadPage(NodeId home, PageId p) {
   op->buf.resize(vbytes + page);
   const auto [region, offset] = FrameAt(p);
   nic::Sge v{op->buf.data(), vbytes}, d{op->buf.data() + vbytes, page};
-  nic::WorkRequest wrs[2] = {
+  // The mark before the reads (a peer executes one pair's requests in
+  // order): a home write the copy misses is in a notice.
+  nic::WorkRequest wrs[3] = {
+      nic::WorkRequest::Faa(home, kSharedMarks, p * sizeof(uint64_t), 1),
       nic::WorkRequest::Read(home, kVersions, p * vbytes, {&v, 1}),  // the version first
       nic::WorkRequest::Read(home, region, offset, {&d, 1}),
   };
-  PostOneSided(std::move(op), wrs);
+  PostOneSided(std::move(op), std::span(wrs).subspan(mark ? 0 : 1));
 }
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "nic_ext/transport.h"
 #include "svmd/units.h"
 
 namespace svm::rt {
@@ -154,6 +155,12 @@ constexpr Row kTable[] = {
      [](const char* k, std::string_view v, Options* o) {
        if (!svmd::ParseRate(std::string(v), &o->net_bandwidth).ok())
          return Bad(k, v, "a rate (0, 100Mbit, 10Gbit, 1.25GB)");
+       return Status::Ok();
+     }},
+    {"SVM_MAX_SEND", "bytes per SEND; longer messages travel as fragments (tests set it low)",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!ParseNumber(v, &o->max_send) || o->max_send < 64 || o->max_send > nic::kMaxMessage)
+         return Bad(k, v, "a number of bytes in [64, 1 MiB]");
        return Status::Ok();
      }},
     {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",

@@ -162,6 +162,26 @@ Status Runtime::OpenHeap() {
   return Status::Ok();
 }
 
+namespace {
+
+// Copies the pages of src that hold a nonzero byte into dst (zero-filled):
+// a large .bss, mostly zero, then commits no memory on either side.
+void CopyDataPages(void* dst, const void* src, size_t size) {
+  const size_t page = kMinPageSize;
+  const auto* from = static_cast<const uint8_t*>(src);
+  auto* to = static_cast<uint8_t*>(dst);
+  for (size_t off = 0; off < size; off += page) {
+    const size_t n = std::min(page, size - off);
+    const auto* w = reinterpret_cast<const uint64_t*>(from + off);
+    bool zero = true;
+    for (size_t i = 0; i < n / 8 && zero; ++i) zero = w[i] == 0;
+    for (size_t i = n / 8 * 8; i < n && zero; ++i) zero = from[off + i] == 0;
+    if (!zero) std::memcpy(to + off, from + off, n);
+  }
+}
+
+}  // namespace
+
 // Moves the program's .data and .bss onto frames of their own, contents
 // kept, so that they are shared like the heap. Nothing may touch them while
 // they are away, hence no logging in between.
@@ -172,7 +192,7 @@ Status Runtime::OpenGlobals() {
   const size_t size = g.end - g.start;
   void* save = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (save == MAP_FAILED) return Status::Unsupported("mmap for the globals' copy failed");
-  std::memcpy(save, reinterpret_cast<void*>(g.start), size);
+  CopyDataPages(save, reinterpret_cast<const void*>(g.start), size);
 
   auto seg = std::make_unique<Segment>();
   seg->name = "globals";
@@ -192,12 +212,14 @@ Status Runtime::OpenGlobals() {
     return st;
   }
   if (seg->pages() > kMaxGlobalsPages) {
-    std::string msg = fmt::format("svm: the program's globals ({} pages) exceed {} pages\n",
-                                  seg->pages(), kMaxGlobalsPages);
+    std::string msg = fmt::format(
+        "svm: the program's globals (.data + .bss, {} MiB) exceed svm's limit of {} GiB "
+        "(kMaxGlobalsPages in libsvm/runtime.h)\n",
+        size >> 20, (kMaxGlobalsPages * kMinPageSize) >> 30);
     (void)!write(2, msg.data(), msg.size());
     _exit(127);
   }
-  std::memcpy(seg->region->proto(), save, size);
+  CopyDataPages(seg->region->proto(), save, size);
   munmap(save, size);
   seg->handler = std::make_unique<SegmentHandler>(this, seg->first);
   // Until the trap is open the globals are inaccessible, so open it at once.
@@ -221,6 +243,7 @@ Status Runtime::Connect() {
   geometry_.page_size = kMinPageSize;
   geometry_.nodes = opts_.nodes;
   geometry_.pages = heap.pages();
+  reassembler_ = std::make_unique<Reassembler>(opts_.nodes);
 
   if (opts_.nodes > 1) {
     svmd::ControlConfig cc;
@@ -323,6 +346,12 @@ bool Runtime::DispatchWhileWaiting() {
 
 void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
   stats::Scope timing(stats::Category::kHandler);
+  bool whole = false;
+  if (Status st = reassembler_->Feed(from, &bytes, &whole); !st.ok()) {
+    spdlog::error("message from node {} refused: {}", from, st.ToString());
+    return;
+  }
+  if (!whole) return;  // a fragment; the rest follows
   wire::Header h;
   if (!wire::DecodeHeader(bytes, &h).ok() || IsProtocolMessage(h.type)) {
     std::lock_guard<std::mutex> l(mu_);

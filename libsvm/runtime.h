@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "libsvm/alloc/heap.h"
+#include "libsvm/fragment.h"
 #include "libsvm/notice_ring.h"
 #include "libsvm/options.h"
 #include "libsvm/prim/fault.h"
@@ -50,8 +51,10 @@ namespace svm::rt {
 // Most threads one node runs at a time (application threads, plus a slot for
 // each runtime thread that ever enters the protocol).
 inline constexpr uint32_t kMaxSlots = 256;
-// Largest .data + .bss shared (pages after the heap region's in the Node).
-inline constexpr uint64_t kMaxGlobalsPages = 1u << 16;
+// Largest .data + .bss shared (pages after the heap region's in the Node):
+// 256 GiB. The Node's page ids are fixed before the globals are mapped; the
+// reservation costs only address space (the per-page tables are lazy).
+inline constexpr uint64_t kMaxGlobalsPages = 1ull << 26;
 
 // How long a blocked thread spins before it sleeps (a wake-up from the other
 // CPU costs ~50 us here); while it spins it handles protocol messages itself
@@ -127,13 +130,14 @@ class Runtime final : public Host {
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override;
-  void Protect(PageId p, Prot prot) override;
+  void Protect(PageId first, size_t count, Prot prot) override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
 
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
-  void ReadPage(NodeId home, PageId p) override;
+  uint64_t& SharedMark(PageId p) override;
+  void ReadPage(NodeId home, PageId p, bool mark) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
@@ -171,6 +175,8 @@ class Runtime final : public Host {
   void Dispatch(NodeId from, std::vector<uint8_t>& bytes);
   void OnRuntimeMessage(NodeId from, Message& m);
   void SendMessage(NodeId to, const Message& m);
+  // One SEND of at most opts_.max_send bytes (Send fragments longer ones).
+  void PostSend(NodeId to, std::vector<uint8_t> bytes);
   // Frees SEND buffers whose completions arrived. REQUIRES: mu_ held.
   void ReapSends();
   [[noreturn]] void NetworkFailed(const std::string& what);
@@ -234,6 +240,7 @@ class Runtime final : public Host {
   static constexpr uint32_t kDepositHeads = 6;
   static constexpr uint32_t kLockClaims = 7;     // nil: LockId + 1 per LockNo
   static constexpr uint32_t kLockStamps = 8;     // nil: nodes IntervalIds per LockNo
+  static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
 
   Options opts_;
   Geometry geometry_;
@@ -262,6 +269,7 @@ class Runtime final : public Host {
   // the handler thread or a waiting thread: one dispatcher at a time, so
   // messages are handled in arrival order. Taken before mu_, never after.
   std::mutex dispatch_mu_;
+  std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
@@ -273,6 +281,7 @@ class Runtime final : public Host {
   // Exported memory and one-sided operations.
   IntervalId* versions_ = nullptr;  // geometry_.pages x nodes, mapped lazily
   size_t versions_bytes_ = 0;
+  uint64_t* marks_ = nullptr;       // geometry_.pages words, mapped lazily
   uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
   IntervalId* lock_stamps_ = nullptr;   // nic::kMaxLocks x nodes
   std::unique_ptr<NoticeRings> rings_;  // dw and up

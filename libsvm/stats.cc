@@ -133,6 +133,8 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["barriers"] = s.barriers;
   j["notices_collected"] = s.notices_collected;
   j["protections"] = s.protections;
+  j["untracked_pages"] = s.untracked_pages;
+  j["tracked_pages"] = s.tracked_pages;
   j["remote_reads"] = s.remote_reads;
   j["direct_diffs"] = s.direct_diffs;
   j["notices_deposited"] = s.notices_deposited;
@@ -338,12 +340,13 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}), twins {}, diffs {} ({} bytes, "
       "{} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
-      "collected), protections {}\n"
+      "collected), protections {}, home pages untracked {} (tracked later {})\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
-      s.protections, node, s.remote_reads, s.direct_diffs, s.notices_deposited, s.notices_taken,
+      s.protections, s.untracked_pages, s.tracked_pages, node, s.remote_reads, s.direct_diffs,
+      s.notices_deposited, s.notices_taken,
       s.nic_locks, s.polls);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);

@@ -6,6 +6,7 @@
 // the Node (queue a message or a wake-up instead of handling it inline).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,8 +29,10 @@ class Host {
   // writable, whatever the application view's protection. Page-sized.
   virtual std::span<uint8_t> Frame(PageId p) = 0;
 
-  // Sets the protection of page p in the application's view.
-  virtual void Protect(PageId p, Prot prot) = 0;
+  // Sets the protection of pages [first, first + count) in the application's
+  // view, in one step where the backend allows (a run of pages costs one
+  // system call, not one per page).
+  virtual void Protect(PageId first, size_t count, Prot prot) = 0;
 
   // Thread t, blocked by an operation that returned Outcome::kBlocked, should
   // retry that operation. A wake may also reach a thread that is not blocked
@@ -43,6 +46,12 @@ class Host {
   // remotely, so the Node reads and writes it with atomic_ref, never caching
   // it. Other nodes' entries for p are unused. Zero-initialised.
   virtual std::span<IntervalId> Versions(PageId p) = 0;
+
+  // At p's home: nonzero once another node may hold a copy of p (it asked
+  // the home for it, or, rf and up, its NIC marked it with ReadPage). Until
+  // then the home tracks no writes to p. Exported memory like Versions: read
+  // with atomic_ref. Zero-initialised.
+  virtual uint64_t& SharedMark(PageId p) = 0;
 
   // Asked by the barrier master (node 0) as a barrier completes: how many
   // threads the job has now. A barrier of all of them, with every node
@@ -60,8 +69,11 @@ class Host {
 
   // rf: READ home's Versions(p), then its Frame(p), posted together. The
   // version is read first, so a version that covers a demand guarantees the
-  // page holds the diffs it names. Completes with Node::OnPageRead.
-  virtual void ReadPage(NodeId home, PageId p) = 0;
+  // page holds the diffs it names. With mark, first sets home's
+  // SharedMark(p) (a fetch-and-add, completed at the home before the reads),
+  // so that the home tracks every write it makes to p from then on.
+  // Completes with Node::OnPageRead.
+  virtual void ReadPage(NodeId home, PageId p, bool mark) = 0;
 
   // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then
   // home's Versions(p)[self] = interval. No completion reaches the Node.

@@ -78,25 +78,34 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
 // records the pages written as a write notice of the new interval (dw:
 // deposited at every other node as well).
 void Node::CloseInterval() {
+  TrackMarked();
   if (dirty_.empty()) return;
   const NodeId self = config_.self;
   const IntervalId interval = log_.known()[self] + 1;
   WriteNotice notice{self, interval, {}};
+  // Protect every page first (in runs), then diff: a write racing with a
+  // diff must fault and start a fresh twin, not slip in between.
+  {
+    ProtectionBatch batch(this);
+    for (PageId p : dirty_) {
+      Page& pg = *pages_.at(p);
+      assert(pg.state == Page::State::kWrite);
+      if (pg.home == self) {
+        pg.state = Page::State::kRead;
+        SetVersion(p, self, interval);
+      } else {
+        pg.state = pg.stale ? Page::State::kInvalid : Page::State::kRead;
+        pg.stale = false;
+      }
+      SyncProtection(p, pg);
+    }
+  }
   for (PageId p : dirty_) {
     Page& pg = *pages_.at(p);
-    assert(pg.state == Page::State::kWrite);
     if (pg.home == self) {
-      pg.state = Page::State::kRead;
-      SetVersion(p, self, interval);
-      SyncProtection(p, pg);
       notice.pages.push_back(p);
       continue;
     }
-    // Protect first, then diff: a write racing with the diff must fault and
-    // start a fresh twin, not slip in between.
-    pg.state = pg.stale ? Page::State::kInvalid : Page::State::kRead;
-    pg.stale = false;
-    SyncProtection(p, pg);
     DiffMessage d{p, interval, {}};
     const size_t page_size = config_.geometry.page_size;
     diff::EncodeResult r =
@@ -137,6 +146,7 @@ void Node::ApplyView(ThreadId t, const VectorTime& v) {
   to.Merge(v);
   if (!(to == applied_)) {
     assert(log_.known().Covers(to));
+    ProtectionBatch batch(this);
     log_.ForEachPage(applied_, to, [&](NodeId writer, IntervalId interval, PageId p) {
       Invalidate(p, writer, interval);
     });

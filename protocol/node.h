@@ -17,6 +17,12 @@
 //  * Every page has a home, whose frame is up to date as far as the diffs
 //    that reached it; its version (flush timestamp, Host::Versions: memory
 //    the NICs of other nodes may read and, in dd, write) says how far.
+//  * Pay only for sharing: a home page no other node holds is untracked,
+//    mapped read-write with no notice, twin or re-protection. It becomes
+//    tracked at the home's next interval end after another node marked it
+//    (Host::SharedMark, set by the fetch); that interval's notice names it,
+//    so a home write racing with the first fetch is either in the copy or
+//    announced. A first touch of a sequential sweep maps a run ahead.
 //  * Non-home copies are INVALID, READ or WRITE (twinned). A write notice
 //    applied at an acquire invalidates a READ copy; a WRITE copy becomes
 //    stale and is refreshed by a safe fetch, which keeps local writes.
@@ -56,6 +62,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "protocol/geometry.h"
@@ -157,6 +164,9 @@ class Node {
   // a thread wake-up (~50 us): 10^5 contended acquisitions on 4 nodes x 2
   // threads take ~12 s with 8, ~7 s with 32.
   static constexpr uint32_t kMaxLocalBypasses = 32;
+  // Pages a first touch maps read-write at once when the page before it was
+  // touched here too (a sequential sweep): one fault per run, not per page.
+  static constexpr size_t kMapAhead = 64;
 
   const NodeStats& stats() const { return stats_; }
   const IntervalLog& TEST_log() const { return log_; }
@@ -179,6 +189,31 @@ class Node {
   void SetVersion(PageId p, NodeId writer, IntervalId interval);
   Prot DesiredProtection(PageId p, const Page& pg) const;
   void SyncProtection(PageId p, Page& pg);
+  // While one lives, SyncProtection only records its changes; the last to
+  // go makes them, a run of pages per Host::Protect.
+  class ProtectionBatch {
+   public:
+    explicit ProtectionBatch(Node* n) : n_(n) { ++n_->batching_; }
+    ~ProtectionBatch() {
+      if (--n_->batching_ == 0) n_->FlushProtections();
+    }
+    ProtectionBatch(const ProtectionBatch&) = delete;
+    ProtectionBatch& operator=(const ProtectionBatch&) = delete;
+
+   private:
+    Node* n_;
+  };
+  void FlushProtections();
+  // Whether another node marked home page p as held (Host::SharedMark).
+  bool Marked(PageId p) const;
+  void Mark(PageId p);
+  // Home page p, first touched, is untracked unless marked already.
+  bool StartUntracked(PageId p, Page& pg);
+  // Untracked pages after p that a sweep will touch next, mapped with it.
+  size_t MapAhead(PageId p);
+  // Untracked pages other nodes marked since the last look become tracked,
+  // written in the open interval (the copy may predate some writes).
+  void TrackMarked();
   void RequestPage(PageId p, Page& pg);
   void WakeAll(std::vector<ThreadId>* waiters);
   void Invalidate(PageId p, NodeId writer, IntervalId interval);
@@ -241,6 +276,9 @@ class Node {
   std::vector<VectorTime> views_;      // per local thread
   std::unordered_map<PageId, std::unique_ptr<Page>> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
+  std::vector<PageId> untracked_;      // home pages only this node holds
+  int batching_ = 0;                   // live ProtectionBatch objects
+  std::vector<std::pair<PageId, Prot>> batch_;  // protections they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;

@@ -54,9 +54,92 @@ Prot Node::DesiredProtection(PageId p, const Page& pg) const {
 void Node::SyncProtection(PageId p, Page& pg) {
   const Prot want = DesiredProtection(p, pg);
   if (want == pg.prot) return;
-  host_->Protect(p, want);
   pg.prot = want;
+  if (batching_ > 0) {
+    batch_.push_back({p, want});
+    return;
+  }
+  host_->Protect(p, 1, want);
   stats_.protections++;
+}
+
+// One Host::Protect per run of neighbouring pages that end with the same
+// protection; a page changed twice in the batch keeps its last change.
+void Node::FlushProtections() {
+  std::stable_sort(batch_.begin(), batch_.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::pair<PageId, Prot>> last;
+  for (size_t i = 0; i < batch_.size(); ++i)
+    if (i + 1 == batch_.size() || batch_[i + 1].first != batch_[i].first) last.push_back(batch_[i]);
+  batch_.clear();
+  for (size_t i = 0; i < last.size();) {
+    size_t j = i + 1;
+    while (j < last.size() && last[j].first == last[j - 1].first + 1 && last[j].second == last[i].second)
+      ++j;
+    host_->Protect(last[i].first, j - i, last[i].second);
+    stats_.protections++;
+    i = j;
+  }
+}
+
+bool Node::Marked(PageId p) const {
+  return std::atomic_ref<uint64_t>(host_->SharedMark(p)).load(std::memory_order_acquire) != 0;
+}
+
+// The home's own handler serves p to another node.
+void Node::Mark(PageId p) {
+  std::atomic_ref<uint64_t>(host_->SharedMark(p)).store(1, std::memory_order_release);
+}
+
+bool Node::StartUntracked(PageId p, Page& pg) {
+  if (Marked(p)) {
+    pg.tracked = true;
+    return false;
+  }
+  pg.state = Page::State::kWrite;
+  untracked_.push_back(p);
+  stats_.untracked_pages++;
+  return true;
+}
+
+// Only pages homed here without asking anyone: a static home, or any page
+// of a one-node job (claiming ahead under first touch would take pages
+// another node is about to touch first).
+size_t Node::MapAhead(PageId p) {
+  if (p == 0 || p + 1 >= config_.geometry.pages) return 0;
+  auto before = pages_.find(p - 1);
+  if (before == pages_.end() || before->second->home != config_.self ||
+      before->second->state == Page::State::kInvalid)
+    return 0;
+  const bool first_touch = homes_.policy() == HomePolicy::kFirstTouch;
+  if (first_touch && nodes() > 1) return 0;
+  size_t n = 0;
+  for (PageId q = p + 1; n < kMapAhead - 1 && q < config_.geometry.pages; ++q, ++n) {
+    auto it = pages_.find(q);
+    if (it != pages_.end()) break;  // touched, asked for or waited on already
+    if (first_touch ? directory_.Lookup(q) != kNoNode : homes_.StaticHome(q) != config_.self)
+      break;
+    if (Marked(q)) break;
+    Page& pg = PageEntry(q);
+    if (first_touch) pg.home = directory_.Claim(q, config_.self);
+    StartUntracked(q, pg);
+    pg.prot = Prot::kReadWrite;
+  }
+  return n;
+}
+
+// A marked page's copy left with whatever the home wrote so far; writes
+// from now on fault and are noted. Those of the open interval, possibly
+// made after the copy, are announced by its notice.
+void Node::TrackMarked() {
+  std::erase_if(untracked_, [&](PageId p) {
+    if (!Marked(p)) return false;
+    Page& pg = *pages_.at(p);
+    pg.tracked = true;
+    dirty_.push_back(p);
+    stats_.tracked_pages++;
+    return true;
+  });
 }
 
 void Node::WakeAll(std::vector<ThreadId>* waiters) {
@@ -84,8 +167,9 @@ Outcome Node::Fault(ThreadId t, PageId p, Access a) {
   return pg.home == config_.self ? HomeFault(t, p, pg, a) : RemoteFault(t, p, pg, a);
 }
 
-// At the home there is no twin: a write is noted (for the write notice) by
-// write-protecting home pages at every interval's end.
+// At the home there is no twin: a write to a tracked page is noted (for the
+// write notice) by write-protecting it at every interval's end. A page no
+// other node holds is untracked: read-write, unnoted (StartUntracked).
 //
 // First touch: the first access to a page this node became home of is
 // granted read-write and noted as a write, whatever it was. The page is
@@ -102,6 +186,13 @@ Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
         std::find(version_waits_.begin(), version_waits_.end(), p) == version_waits_.end())
       version_waits_.push_back(p);
     return Outcome::kBlocked;
+  }
+  if (pg.state == Page::State::kInvalid && !pg.tracked && StartUntracked(p, pg)) {
+    const size_t ahead = MapAhead(p);
+    host_->Protect(p, 1 + ahead, Prot::kReadWrite);
+    pg.prot = Prot::kReadWrite;
+    stats_.protections++;
+    return Outcome::kDone;
   }
   if (pg.state == Page::State::kInvalid && homes_.policy() == HomePolicy::kFirstTouch)
     a = Access::kWrite;
@@ -138,7 +229,8 @@ void Node::RequestPage(PageId p, Page& pg) {
   stats_.fetches++;
   if (ReadsRemotely(config_.mode)) {
     stats_.remote_reads++;
-    host_->ReadPage(pg.home, p);
+    host_->ReadPage(pg.home, p, !pg.marked);
+    pg.marked = true;
   } else {
     Send(pg.home, FetchRequest{p, pg.need});
   }
@@ -195,6 +287,7 @@ void Node::ServeFetches(PageId p, Page& pg) {
 Status Node::OnFetchRequest(NodeId from, FetchRequest& m) {
   if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
   Page& pg = PageEntry(m.page);
+  Mark(m.page);
   pg.pending.push_back({from, std::move(m.need)});
   ServeFetches(m.page, pg);
   return Status::Ok();
@@ -277,6 +370,7 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
     // the claimant reads it itself, with no handler here.
     if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
     Page& pg = PageEntry(m.page);
+    Mark(m.page);
     pg.pending.push_back({from, VectorTime(nodes())});
     ServeFetches(m.page, pg);
   }

@@ -15,11 +15,16 @@ namespace svm {
 //
 // Invariants:
 //  1. state == kWrite iff the page is in Node::dirty_ (written in the open
-//     interval). Away from the home, twin != nullptr iff state == kWrite.
+//     interval), or it is an untracked home page (in Node::untracked_).
+//     Away from the home, twin != nullptr iff state == kWrite.
 //  2. stale implies state == kWrite: a dirty copy that a notice outdated.
 //  3. At the home, state is kRead (write-protected: the next write is noted)
 //     or kWrite; kInvalid only until first touched.
 //  4. prot is what the application view was last set to.
+//  5. At the home, !tracked and state != kInvalid iff p is in
+//     Node::untracked_: no other node held a copy when the home last looked
+//     (SharedMark), so its writes need no notice and it stays read-write.
+//     tracked never goes back to false.
 struct Node::Page {
   enum class State : uint8_t { kInvalid, kRead, kWrite };
 
@@ -31,6 +36,8 @@ struct Node::Page {
   bool stale = false;      // kWrite copy outdated by a notice: safe fetch due
   bool fetching = false;   // a FetchRequest (rf: a ReadPage) is out
   bool claiming = false;   // a HomeClaim is out
+  bool tracked = false;    // at the home: writes are noted (invariant 5)
+  bool marked = false;     // away from it: the home knows we hold a copy
   VectorTime need;         // version a copy must have (from applied notices)
   std::unique_ptr<uint8_t[]> twin;
   std::vector<ThreadId> waiters;  // local threads blocked on this page

@@ -32,7 +32,9 @@ struct NodeStats {
   uint64_t remote_acquires = 0;
   uint64_t barriers = 0;        // barrier episodes this node took part in
   uint64_t notices_collected = 0;  // intervals dropped from the bins (garbage)
-  uint64_t protections = 0;     // Host::Protect calls
+  uint64_t protections = 0;     // Host::Protect calls (each a run of pages)
+  uint64_t untracked_pages = 0;  // home pages first touched with no other holder
+  uint64_t tracked_pages = 0;    // ... of which another node fetched one later
   uint64_t remote_reads = 0;    // rf: fetches done as Host::ReadPage
   uint64_t direct_diffs = 0;    // dd: diffs done as Host::WriteDiff
   uint64_t notices_deposited = 0;  // dw: own notices deposited at the peers

@@ -56,14 +56,29 @@ CLI::Validator Units(Status (*parse)(const std::string&, uint64_t*), std::string
       name);
 }
 
-// A whole number of bytes (after Units) that is a non-zero multiple of 4K,
-// and below `below` if that is non-zero.
-CLI::Validator Pages(uint64_t below, std::string what) {
+// A whole number of bytes (after Units) that is a non-zero multiple of 4K
+// (0 too where zero_ok), and below `below` if that is non-zero.
+CLI::Validator Pages(uint64_t below, std::string what, bool zero_ok = false) {
   return CLI::Validator(
-      [below, what](std::string& text) {
+      [below, what, zero_ok](std::string& text) {
         const uint64_t v = std::stoull(text);
+        if (v == 0 && zero_ok) return std::string();
         if (v == 0 || v % 4096 != 0 || (below && v >= below)) return "must be " + what;
         return std::string();
+      },
+      "");
+}
+
+// "auto" as 0, anything else through inner.
+CLI::Validator AutoOr(CLI::Validator inner) {
+  return CLI::Validator(
+      [inner](std::string& text) {
+        if (text == "auto") {
+          text = "0";
+          return std::string();
+        }
+        std::string err = inner(text);
+        return err.empty() && text == "0" ? std::string("must be auto or a non-zero size") : err;
       },
       "");
 }
@@ -92,11 +107,14 @@ const OptionSpec kTable[] = {
              ->transform(Units(ParseSize, ""))
              ->check(Pages(1ull << 47, "a non-zero, page-aligned user address"))
              ->type_name("ADDRESS"))},
-    {"--region-size", "SVM_REGION_SIZE", "1G", "size of the shared region (K/M/G suffixes)", false,
+    {"--region-size", "SVM_REGION_SIZE", "auto",
+     "size of the shared region (K/M/G/T suffixes); auto: 64G a node, at most 16T. Sparse: memory is "
+     "committed only where the program touches it",
+     false,
      ADD(OPT(region_size)
-             ->transform(Units(ParseSize, ""))
-             ->check(Pages(0, "a non-zero multiple of 4K"))
-             ->type_name("SIZE"))},
+             ->transform(AutoOr(Units(ParseSize, "")))  // auto: 0, sized once the node count is known
+             ->check(Pages(0, "a non-zero multiple of 4K", /*zero_ok=*/true))
+             ->type_name("SIZE|auto"))},
     {"--home", "SVM_HOME", "first-touch", "home placement of pages", false, ADD(CHOICE(kHomes, home))},
     {"--stats", "SVM_STATS", "", "write statistics as JSON to FILE", false,
      ADD(OPT(stats)->type_name("FILE"))},
@@ -244,6 +262,15 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
       std::cerr << "  " << LongName(spec) << " = " << (text.empty() ? "\"\"" : text) << "  (" << from
                 << ")\n";
     }
+  }
+  if (o->region_size == 0)
+    o->region_size = std::min<uint64_t>(uint64_t(o->nodes) * kRegionPerNode, kMaxAutoRegion);
+  if (o->region_base + o->region_size > kUserAddressEnd) {
+    std::cerr << "svmrun: --region-size " << o->region_size << " at --region-base " << std::hex
+              << std::showbase << o->region_base << std::dec
+              << " runs past the end of the user address space (1 << 47)\n";
+    *exit_now = 2;
+    return Status::Ok();
   }
   if (o->program.empty()) {
     std::cerr << "svmrun: no program given\nusage: svmrun [OPTIONS] -- PROGRAM [ARGS...]\n";

@@ -50,6 +50,13 @@ inline constexpr Choice kTransports[] = {
     {"shm", kHaveShm, "not built into this svmrun"},
     {"verbs", kHaveVerbs, "not built into this svmrun"},
 };
+// The default shared region: sparse (address space is cheap; memory is
+// committed only where touched), kRegionPerNode a node so that one node —
+// SPLASH programs allocate everything from main — can hold tens of GiB.
+inline constexpr uint64_t kRegionPerNode = 64ull << 30;
+inline constexpr uint64_t kMaxAutoRegion = 16ull << 40;
+inline constexpr uint64_t kUserAddressEnd = 1ull << 47;
+
 inline constexpr Choice kHomes[] = {{"first-touch", true, ""}, {"cyclic", true, ""}, {"block", true, ""}};
 inline constexpr Choice kPlaces[] = {{"block", true, ""}, {"cyclic", true, ""}};
 inline constexpr Choice kPins[] = {{"none", true, ""}, {"node", true, ""}};
@@ -70,7 +77,7 @@ struct Options {
   std::string fault = "uffd";
   std::string transport = "tcp";
   uint64_t region_base = 0x200000000000ull;
-  uint64_t region_size = 1ull << 30;
+  uint64_t region_size = 0;  // 0 until parsed: auto is kRegionPerNode a node
   std::string home = "first-touch";
   std::string stats;  // JSON statistics file ("" = none)
   double timeout_s = 0;  // 0 = none

@@ -18,8 +18,9 @@ Status ParseSize(const std::string& text, uint64_t* out) {
   if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1ull << 10;
   else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1ull << 20;
   else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1ull << 30;
+  else if (suffix == "T" || suffix == "t" || suffix == "TiB") mult = 1ull << 40;
   else if (!suffix.empty())
-    return Status::InvalidArgument("'" + text + "': unknown suffix '" + suffix + "' (use K, M or G)");
+    return Status::InvalidArgument("'" + text + "': unknown suffix '" + suffix + "' (use K, M, G or T)");
   if (v > UINT64_MAX / mult) return Status::InvalidArgument("'" + text + "' is too large");
   *out = uint64_t(v) * mult;
   return Status::Ok();

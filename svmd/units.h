@@ -9,7 +9,7 @@
 
 namespace svm::svmd {
 
-// "4096", "64K", "1M", "2G", "0x200000000000" -> bytes.
+// "4096", "64K", "1M", "2G", "1T", "0x200000000000" -> bytes.
 Status ParseSize(const std::string& text, uint64_t* out);
 // "0", "500ns", "2us", "1.5ms", "1s" -> nanoseconds.
 Status ParseDuration(const std::string& text, uint64_t* ns);

@@ -54,9 +54,25 @@ FaultTrap::FaultTrap(Backend backend, Region* region, FaultHandler* handler)
     : backend_(backend),
       region_(region),
       handler_(handler),
-      state_(new std::atomic<uint8_t>[region->page_count()]) {
-  for (size_t i = 0; i < region->page_count(); ++i) {
-    state_[i].store(uint8_t(Prot::kNone), std::memory_order_relaxed);
+      state_(MapStates(region->page_count())) {
+  static_assert(uint8_t(Prot::kNone) == 0, "a fresh state page must read as kNone");
+}
+
+// Zero pages mapped on demand: a sparse region of any size costs nothing
+// here until its pages are used (start-up time and memory do not grow with
+// the region). Without the lazy mapping, a plain zeroed array.
+FaultTrap::States FaultTrap::MapStates(size_t pages) {
+  void* p = mmap(nullptr, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p != MAP_FAILED) return States(static_cast<std::atomic<uint8_t>*>(p), StateDeleter{pages});
+  return States(new std::atomic<uint8_t>[pages](), StateDeleter{0});
+}
+
+void FaultTrap::StateDeleter::operator()(std::atomic<uint8_t>* p) const {
+  if (mapped_bytes != 0) {
+    munmap(p, mapped_bytes);
+  } else {
+    delete[] p;
   }
 }
 

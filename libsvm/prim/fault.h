@@ -180,7 +180,13 @@ class FaultTrap {
   const Backend backend_;
   Region* const region_;
   FaultHandler* const handler_;
-  std::unique_ptr<std::atomic<uint8_t>[]> state_;
+  struct StateDeleter {
+    size_t mapped_bytes;  // 0: allocated with new[]
+    void operator()(std::atomic<uint8_t>* p) const;
+  };
+  using States = std::unique_ptr<std::atomic<uint8_t>[], StateDeleter>;
+  static States MapStates(size_t pages);
+  States state_;
   struct {
     std::atomic<uint64_t> faults{0}, read_faults{0}, write_faults{0}, protect_calls{0};
     std::atomic<uint64_t> region_vmas{1}, vma_budget{1};

@@ -185,7 +185,9 @@ TEST(Options, ChoicesAndSizes) {
   ASSERT_TRUE(ParseSize("0x1000", &v).ok());
   EXPECT_EQ(v, 4096u);
   EXPECT_FALSE(ParseSize("-1", &v).ok());
-  EXPECT_FALSE(ParseSize("1T", &v).ok());
+  ASSERT_TRUE(ParseSize("1T", &v).ok());
+  EXPECT_EQ(v, 1ull << 40);
+  EXPECT_FALSE(ParseSize("1P", &v).ok());
   EXPECT_FALSE(ParseSize("99999999999999999999G", &v).ok());
   // Network injection: durations and rates.
   ASSERT_TRUE(ParseDuration("2us", &v).ok());

@@ -209,6 +209,7 @@ TEST(Launch, BadFlagsStartNothing) {
       {{"--home", "x"}, "first-touch, cyclic, block"},
       {{"--place", "x"}, "block, cyclic"},
       {{"--region-size", "12Q"}, "--region-size"},
+      {{"--region-size", "100T"}, "past the end of the user address space"},
       {{"--region-base", "0x1001"}, "--region-base"},
       {{"--timeout", "-1"}, "--timeout"},
       {{"--log-level", "loud"}, "--log-level"},

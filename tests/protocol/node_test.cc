@@ -29,7 +29,11 @@ class MemoryHost : public Host {
     if (f.empty()) f.resize(kPage);
     return f;
   }
-  void Protect(PageId p, Prot prot) override { prot_[p] = prot; }
+  void Protect(PageId first, size_t count, Prot prot) override {
+    for (PageId p = first; p < first + count; ++p) prot_[p] = prot;
+    protect_calls++;
+  }
+  uint64_t& SharedMark(PageId p) override { return marks_[p]; }
   void Wake(ThreadId t) override { woken.insert(t); }
   uint32_t JobThreads() override { return job_threads; }
   std::span<IntervalId> Versions(PageId p) override {
@@ -44,12 +48,14 @@ class MemoryHost : public Host {
   }
   std::set<ThreadId> woken;
   uint32_t job_threads = 0;  // 0: no barrier collects garbage
+  int protect_calls = 0;
 
  private:
   NodeId nodes_;
   std::map<PageId, std::vector<uint8_t>> frames_;
   std::map<PageId, Prot> prot_;
   std::map<PageId, std::vector<IntervalId>> versions_;
+  std::map<PageId, uint64_t> marks_;
 };
 
 class TestHost : public MemoryHost {
@@ -57,7 +63,7 @@ class TestHost : public MemoryHost {
   TestHost(Cluster* c, NodeId self, NodeId nodes) : MemoryHost(nodes), cluster_(c), self_(self) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   // The cluster runs base mode: no one-sided operation may be posted.
-  void ReadPage(NodeId, PageId) override { ADD_FAILURE() << "ReadPage in base mode"; }
+  void ReadPage(NodeId, PageId, bool) override { ADD_FAILURE() << "ReadPage in base mode"; }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
     ADD_FAILURE() << "WriteDiff in base mode";
   }
@@ -108,8 +114,12 @@ class Cluster {
   // Runs an operation to completion, delivering messages while it blocks.
   template <typename Op>
   void Complete(Op op) {
-    for (int i = 0; i < 100 && op() == Outcome::kBlocked; ++i) Drain();
-    ASSERT_EQ(op(), Outcome::kDone);
+    Outcome o = op();
+    for (int i = 0; i < 100 && o == Outcome::kBlocked; ++i) {
+      Drain();
+      o = op();
+    }
+    ASSERT_EQ(o, Outcome::kDone);
   }
   void Write(NodeId n, ThreadId t, PageId p, size_t off, uint8_t v) {
     if (host(n).prot(p) != Prot::kReadWrite)
@@ -224,6 +234,75 @@ TEST(NodeTest, FirstTouchMakesTheFirstClaimantHome) {
   EXPECT_EQ(c.node(2).stats().diffs, 0u);  // home writes need no diff
 }
 
+// Pay only for sharing: a home page no other node holds faults once, and
+// costs no notice, interval or re-protection at later barriers.
+TEST(NodeTest, UnsharedHomePageFaultsOnce) {
+  Cluster c(2, 1);
+  for (uint8_t round = 0; round < 3; ++round) {
+    c.Write(0, 0, 0, round, 1);  // page 0 is homed on node 0 (cyclic)
+    c.BarrierAll(round + 1, 1);
+  }
+  EXPECT_EQ(c.node(0).stats().write_faults, 1u);
+  EXPECT_EQ(c.node(0).stats().intervals, 0u);
+  EXPECT_EQ(c.node(0).stats().untracked_pages, 1u);
+  EXPECT_EQ(c.host(0).prot(0), Prot::kReadWrite);
+  EXPECT_EQ(c.Read(1, 0, 0, 2), 1);  // and another node still sees the writes
+}
+
+// The untracked -> tracked transition is exact: a home write made after
+// another node's first fetch, in the same interval and with no fault, is
+// announced by that interval's notice.
+TEST(NodeTest, HomeWriteAfterFirstRemoteFetchIsAnnounced) {
+  Cluster c(2, 1);
+  const LockId l = 0x1000;
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  c.Write(0, 0, 0, 5, 1);              // untracked: read-write from now on
+  EXPECT_EQ(c.Read(1, 0, 0, 6), 0);    // node 1's first fetch marks page 0
+  c.Write(0, 0, 0, 5, 2);              // no fault: the page is still read-write
+  EXPECT_EQ(c.node(0).stats().write_faults, 1u);
+  c.node(0).Release(0, l);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 2);
+  c.node(1).Release(0, l);
+  EXPECT_EQ(c.node(0).stats().tracked_pages, 1u);
+  // Tracked from now on: the next write faults and is noted.
+  c.Write(0, 0, 0, 5, 3);
+  EXPECT_EQ(c.node(0).stats().write_faults, 2u);
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 3);
+}
+
+// A sequential sweep of first touches maps a run of home pages at once, and
+// never a page homed on another node.
+TEST(NodeTest, SequentialFirstTouchesMapARunAhead) {
+  Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7
+  c.Write(0, 0, 0, 0, 1);
+  c.Write(0, 0, 1, 0, 1);  // page 0 was touched: maps 1-7
+  EXPECT_EQ(c.host(0).protect_calls, 2);
+  for (PageId p = 2; p < 8; ++p) {
+    EXPECT_EQ(c.host(0).prot(p), Prot::kReadWrite) << p;
+    c.Write(0, 0, p, 0, 1);
+  }
+  EXPECT_EQ(c.node(0).stats().write_faults, 2u);
+  EXPECT_EQ(c.host(0).prot(8), Prot::kNone);
+  EXPECT_EQ(c.node(0).stats().untracked_pages, 8u);
+}
+
+// Releases and acquires change protections a run of pages at a time.
+TEST(NodeTest, ProtectionChangesGoInRuns) {
+  Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7
+  for (PageId p = 0; p < 4; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), 0);  // tracked from now on
+  for (PageId p = 0; p < 4; ++p) c.Write(0, 0, p, 0, 1);
+  const int before0 = c.host(0).protect_calls, before1 = c.host(1).protect_calls;
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.host(0).protect_calls - before0, 1);  // pages 0-3 write-protected at once
+  EXPECT_EQ(c.host(1).protect_calls - before1, 1);  // and invalidated at once
+  for (PageId p = 0; p < 4; ++p) {
+    EXPECT_EQ(c.host(0).prot(p), Prot::kRead);
+    EXPECT_EQ(c.Read(1, 0, p, 0), 1);
+  }
+}
+
 TEST(NodeTest, MalformedMessagesAreRejected) {
   Cluster c(2, 1);
   std::vector<uint8_t> junk(40, 0xab);
@@ -334,7 +413,10 @@ class ModeHost : public MemoryHost {
  public:
   explicit ModeHost(NodeId nodes) : MemoryHost(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
-  void ReadPage(NodeId home, PageId p) override { reads.push_back({home, p}); }
+  void ReadPage(NodeId home, PageId p, bool mark) override {
+    reads.push_back({home, p});
+    if (mark) marked.push_back(p);
+  }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override { direct_diffs++; }
   void DepositNotice(const WriteNotice& n) override { deposited.push_back(n); }
   void TakeNotices(std::vector<WriteNotice>* out) override {
@@ -348,6 +430,7 @@ class ModeHost : public MemoryHost {
 
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
   std::vector<std::pair<NodeId, PageId>> reads;
+  std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
   std::vector<WriteNotice> inbox;  // what peers deposited, not yet taken
@@ -408,12 +491,33 @@ TEST(NodeModeTest, GrantWaitsForDepositsAndHomeWaitsForDirectDiff) {
   n.Poll();
   EXPECT_TRUE(h.woken.empty());
   h.Versions(0)[2] = 1;  // node 2's NIC wrote the diff, then the version
+  h.SharedMark(0) = 1;   // node 2 read the page before writing it
   n.Poll();
   EXPECT_FALSE(n.NeedsPoll());
   EXPECT_TRUE(h.woken.count(0));
   EXPECT_EQ(n.Fault(0, 0, Access::kRead), Outcome::kDone);
   EXPECT_EQ(h.prot(0), Prot::kRead);
   EXPECT_EQ(n.stats().handler[static_cast<size_t>(HandlerKind::kDiff)], 0u);
+}
+
+// rf: a node's first read of a page marks it at its home (the home then
+// tracks its writes); later reads of the page do not mark again.
+TEST(NodeModeTest, FirstRemoteReadMarksThePage) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kRf, 2, 1), &h);
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);  // page 1: homed at node 1
+  ASSERT_TRUE(n.OnPageRead(1, 1, VectorTime(2), std::vector<uint8_t>(kPage)).ok());
+  EXPECT_EQ(h.marked, std::vector<PageId>{1});
+  const LockId l = PinnedLock(1, 9);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
+  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
+  h.inbox.push_back({1, 1, {1}});  // node 1 wrote page 1
+  n.Poll();
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);  // invalidates page 1
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.reads.size(), 2u);
+  EXPECT_EQ(h.marked.size(), 1u);
 }
 
 // dw: a closed interval is deposited at the peers, and the grant that
@@ -425,7 +529,8 @@ TEST(NodeModeTest, ClosedIntervalIsDepositedNotSent) {
   Node n(c, &h);
   const LockId l = PinnedLock(1, 4);  // homed here: the token is here
   ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
-  ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);  // page 1 is homed here
+  h.SharedMark(1) = 1;  // node 0 holds a copy of page 1, homed here: writes are noted
+  ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);
   n.Release(0, l);
   LockRequest r{l, 0, false, VectorTime(2)};
   ASSERT_TRUE(n.Receive(0, wire::Encode(r, 0)).ok());

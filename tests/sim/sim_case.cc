@@ -310,7 +310,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (23 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (25 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -329,6 +329,8 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->barriers += b.barriers;
   a->notices_collected += b.notices_collected;
   a->protections += b.protections;
+  a->untracked_pages += b.untracked_pages;
+  a->tracked_pages += b.tracked_pages;
   a->remote_reads += b.remote_reads;
   a->direct_diffs += b.direct_diffs;
   a->notices_deposited += b.notices_deposited;

@@ -1,5 +1,6 @@
 #include "tests/sim/sim_host.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "protocol/diff.h"
@@ -17,6 +18,7 @@ SimHost::SimHost(NodeId self, uint32_t threads, uint64_t pages, uint64_t page_si
       frames_(pages),
       versions_(pages),
       prot_(pages, Prot::kNone),
+      shared_marks_(pages, 0),
       deposits_(network->nodes()) {}
 
 void SimHost::ContractError(const std::string& what) {
@@ -48,12 +50,21 @@ std::span<const uint8_t> SimHost::PeekFrame(PageId p) const {
   return {frames_[p].get(), page_size_};
 }
 
-void SimHost::Protect(PageId p, Prot prot) {
-  if (p >= pages_) {
-    ContractError("Protect(" + std::to_string(p) + ") beyond " + std::to_string(pages_) + " pages");
+void SimHost::Protect(PageId first, size_t count, Prot prot) {
+  if (count == 0 || first >= pages_ || count > pages_ - first) {
+    ContractError("Protect(" + std::to_string(first) + ", " + std::to_string(count) + ") beyond " +
+                  std::to_string(pages_) + " pages");
     return;
   }
-  prot_[p] = prot;
+  std::fill(prot_.begin() + first, prot_.begin() + first + count, prot);
+}
+
+uint64_t& SimHost::SharedMark(PageId p) {
+  if (p >= pages_) {
+    ContractError("SharedMark(" + std::to_string(p) + ") beyond " + std::to_string(pages_) + " pages");
+    return scratch_mark_;
+  }
+  return shared_marks_[p];
 }
 
 void SimHost::Wake(ThreadId t) {
@@ -81,13 +92,14 @@ bool SimHost::CheckPeer(const char* op, NodeId to, bool self_ok) {
   return false;
 }
 
-void SimHost::ReadPage(NodeId home, PageId p) {
+void SimHost::ReadPage(NodeId home, PageId p, bool mark) {
   if (!CheckPeer("ReadPage", home, false)) return;
   if (p >= pages_) return ContractError("ReadPage of page " + std::to_string(p));
   Event e;
   e.kind = EventKind::kRead;
   e.page = p;
   e.slow = completing_read_;
+  e.mark = mark;
   network_->Post(self_, home, std::move(e));
 }
 
@@ -140,7 +152,8 @@ void SimHost::NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) {
   network_->Post(self_, home, std::move(e));
 }
 
-void SimHost::ServeRead(PageId p, Event* done) {
+void SimHost::ServeRead(PageId p, bool mark, Event* done) {
+  if (mark) SharedMark(p) = 1;
   done->kind = EventKind::kReadDone;
   done->page = p;
   done->time = VectorTime(std::vector<IntervalId>(Versions(p).begin(), Versions(p).end()));

@@ -45,12 +45,13 @@ class SimHost final : public Host {
   // Host.
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override;
-  void Protect(PageId p, Prot prot) override;
+  void Protect(PageId first, size_t count, Prot prot) override;
   void Wake(ThreadId t) override;
   std::span<IntervalId> Versions(PageId p) override;
   // Simulated threads live for the whole run.
   uint32_t JobThreads() override { return network_->nodes() * threads_; }
-  void ReadPage(NodeId home, PageId p) override;
+  uint64_t& SharedMark(PageId p) override;
+  void ReadPage(NodeId home, PageId p, bool mark) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,
                  std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
@@ -59,8 +60,9 @@ class SimHost final : public Host {
   void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) override;
 
   // The NIC of this node serving a peer's one-sided operation.
-  // READ of p's version, then its frame, into *done (a kReadDone event).
-  void ServeRead(PageId p, Event* done);
+  // READ of p's version, then its frame, into *done (a kReadDone event);
+  // with mark, SharedMark(p) is set first.
+  void ServeRead(PageId p, bool mark, Event* done);
   // WRITE of a direct diff from `writer`; false (and a contract error) if
   // the runs do not fit the page.
   bool ServeWriteDiff(NodeId writer, const Event& e);
@@ -100,6 +102,7 @@ class SimHost final : public Host {
   std::vector<std::unique_ptr<uint8_t[]>> frames_;
   std::vector<std::vector<IntervalId>> versions_;  // by page, allocated when first asked
   std::vector<Prot> prot_;
+  std::vector<uint64_t> shared_marks_;
   std::vector<std::vector<WriteNotice>> deposits_;  // by writer, oldest first
   struct NicLockWord {
     bool held = false;
@@ -112,6 +115,7 @@ class SimHost final : public Host {
   bool lose_deposits_ = false;
   std::unique_ptr<uint8_t[]> scratch_;  // handed out for out-of-range pages
   std::vector<IntervalId> scratch_versions_;
+  uint64_t scratch_mark_ = 0;
   std::string contract_error_;
 };
 

@@ -53,6 +53,7 @@ struct Event {
   VectorTime time;
   WriteNotice notice;
   bool slow = false;
+  bool mark = false;  // kRead: set the home's SharedMark first
 };
 
 class SimNetwork {

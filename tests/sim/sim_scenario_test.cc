@@ -264,5 +264,23 @@ TEST(SimScenario, StaleReadCopyIsInvalidated) {
   }
 }
 
+// The untracked -> tracked transition on every mode's fetch path (a message
+// to the home's handler, or a marked remote read), with 2 and 3 nodes.
+TEST(SimScenario, FirstFetchWhileHomeWritesIsAnnounced) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    for (uint32_t variant : {0u, 1u}) {
+      for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
+        const ScenarioRun run = RunScenario(mode, "first-fetch-while-home-writes", seed, variant);
+        ASSERT_TRUE(run.result.ok) << run.result.message;
+        const NodeStats& home = run.result.node_stats[run.scenario.home];
+        EXPECT_EQ(home.untracked_pages, 1u);
+        EXPECT_EQ(home.tracked_pages, 1u);
+        EXPECT_GE(run.result.node_stats[run.scenario.reader].invalidations, 1u);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace svm::sim

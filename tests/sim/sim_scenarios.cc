@@ -372,6 +372,42 @@ void StaleReadCopy(CaseConfig* c, Scenario* s) {
   s->program = b.Take();
 }
 
+// The home writes X (its page untracked: no other node holds it) under L;
+// the reader's first fetch of the page (Y, under M) comes between two of
+// those writes, in one interval; the second, made with no fault, must reach
+// the reader when it takes L. variant 0: 2 nodes, 1: 3 nodes.
+void FirstFetchWhileHomeWrites(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 2 + c->variant % 2, P = 2;
+  Shape(c, N, 1, P);
+  c->home_policy = HomePolicy::kCyclic;
+  s->page = 1;
+  s->home = CyclicHome(N, P, s->page);
+  s->reader = (s->home + 1) % N;
+  const LockId L = 0x7100, M = 0x7200;
+  ProgramBuilder b(N, 1, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 200, 8, VarClass::kLocked, L);
+  const uint32_t y = b.AddVar(s->page * kPage + 600, 8, VarClass::kLocked, M);
+  b.Acquire(s->home, L);
+  b.Write(s->home, x);
+  b.Signal(s->home, 1);
+  b.Await(s->home, 2);
+  b.Write(s->home, x);
+  b.Release(s->home, L);
+  b.Signal(s->home, 3);
+  b.Await(s->reader, 1);
+  b.Acquire(s->reader, M);
+  b.Read(s->reader, y);
+  b.Release(s->reader, M);
+  b.Signal(s->reader, 2);
+  b.Await(s->reader, 3);
+  b.Acquire(s->reader, L);
+  b.Read(s->reader, x);
+  b.Release(s->reader, L);
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+}
+
 using Builder = void (*)(CaseConfig*, Scenario*);
 
 const std::map<std::string, Builder>& Builders() {
@@ -387,6 +423,7 @@ const std::map<std::string, Builder>& Builders() {
       {"local-handoff", LocalHandoff},
       {"no-starvation", NoStarvation},
       {"stale-read-copy", StaleReadCopy},
+      {"first-fetch-while-home-writes", FirstFetchWhileHomeWrites},
   };
   return builders;
 }

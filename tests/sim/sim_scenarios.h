@@ -21,6 +21,9 @@
 //                      two probes (variant: which lock id, 0..5)
 //   no-starvation      two local threads hammer a lock a remote thread wants
 //   stale-read-copy    a READ copy must be invalidated by the next acquire
+//   first-fetch-while-home-writes
+//                      a remote node's first fetch of an untracked home page
+//                      falls between two home writes of one interval
 #pragma once
 
 #include <string>

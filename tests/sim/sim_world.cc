@@ -412,7 +412,7 @@ void World::DeliverOneSided(Pair p, Event& e) {
   switch (e.kind) {
     case EventKind::kRead: {
       Event done;
-      target.ServeRead(e.page, &done);
+      target.ServeRead(e.page, e.mark, &done);
       network_.Post(p.to, p.from, std::move(done));
       break;
     }
