@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "nic_ext/transport.h"
+#include "svmd/units.h"
 
 namespace svm::rt {
 namespace {
@@ -147,14 +148,17 @@ constexpr Row kTable[] = {
        o->nic_listen = v;
        return Status::Ok();
      }},
-    {"SVM_NET_LATENCY_NS", "injected network latency per message (ns)",
+    // Named and written as svmrun's --net-latency / --net-bandwidth twins.
+    {"SVM_NET_LATENCY", "injected network latency per message (e.g. 2us)",
      [](const char* k, std::string_view v, Options* o) {
-       if (!ParseNumber(v, &o->net_latency_ns)) return Bad(k, v, "nanoseconds");
+       if (!svmd::ParseDuration(std::string(v), &o->net_latency_ns).ok())
+         return Bad(k, v, "a duration (0, 500ns, 2us, 1.5ms)");
        return Status::Ok();
      }},
-    {"SVM_NET_BANDWIDTH", "injected bandwidth limit per connection (bytes/s, 0 = none)",
+    {"SVM_NET_BANDWIDTH", "injected bandwidth limit per connection (e.g. 10Gbit, 0 = none)",
      [](const char* k, std::string_view v, Options* o) {
-       if (!ParseNumber(v, &o->net_bandwidth)) return Bad(k, v, "bytes per second");
+       if (!svmd::ParseRate(std::string(v), &o->net_bandwidth).ok())
+         return Bad(k, v, "a rate (0, 100Mbit, 10Gbit, 1.25GB)");
        return Status::Ok();
      }},
     {"SVM_MAX_SEND", "bytes per SEND; longer messages travel as fragments (tests set it low)",

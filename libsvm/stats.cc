@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "libsvm/svm.h"
+
 namespace svm::rt::stats {
 namespace {
 
@@ -278,14 +280,16 @@ NodeCall::NodeCall(const NodeStats& s) : t_(Current()), s_(s) {
   if (!t_) return;
   t_->Flush(NowNs());
   twins_ = s.twins;
-  intervals_ = s.intervals;
+  diffs_ = s.diffs;
   cat_ = t_->cur.load(std::memory_order_relaxed);
   charged_ = Get(t_->ns[cat_]);
 }
 
 NodeCall::~NodeCall() {
   if (!t_) return;
-  const bool twin = s_.twins != twins_, diff = s_.intervals != intervals_;
+  // An interval closed without a diff (only home pages written, or no byte
+  // changed) stays with the caller's category: nothing was diffed.
+  const bool twin = s_.twins != twins_, diff = s_.diffs != diffs_;
   if (!twin && !diff) return;
   t_->Flush(NowNs());
   auto& from = t_->ns[cat_];

@@ -10,8 +10,8 @@
 // is left: the program's own work (idle, for the handler thread).
 //
 // Twin and diff time: the protocol Node has no clock, so a Node call that
-// made a twin (diffed an interval) is charged to twin (diff) as a whole,
-// less any protection changes inside it (NodeCall).
+// made a twin (made a diff) is charged to twin (diff) as a whole, less any
+// protection changes inside it (NodeCall).
 //
 // Phases: svm_phase_begin/end(name) mark a stretch of the calling thread's
 // life; the thread's categories and counters over it are reported under that
@@ -153,8 +153,8 @@ class WaitScope : public Scope {
   }
 };
 
-// Around one call into the protocol Node: if the call made a twin or closed
-// an interval, what it charged to the current category goes to twin or diff.
+// Around one call into the protocol Node: if the call made a twin or a diff,
+// what it charged to the current category goes to twin or diff.
 // REQUIRES: s is the Node's stats, stable (mu_ held) for the probe's life.
 class NodeCall {
  public:
@@ -166,7 +166,7 @@ class NodeCall {
  private:
   ThreadStats* t_;
   const NodeStats& s_;
-  uint64_t twins_ = 0, intervals_ = 0, charged_ = 0;
+  uint64_t twins_ = 0, diffs_ = 0, charged_ = 0;
   uint8_t cat_ = 0;
 };
 

@@ -20,11 +20,12 @@ const char* ToString(MsgType t) {
     case MsgType::kStdin: return "STDIN";
     case MsgType::kStdinEof: return "STDIN_EOF";
     case MsgType::kKill: return "KILL";
+    case MsgType::kNodeStats: return "NODE_STATS";
   }
   return "?";
 }
 
-bool IsValid(uint16_t t) { return (t >= 1 && t <= 4) || (t >= 16 && t <= 23); }
+bool IsValid(uint16_t t) { return (t >= 1 && t <= 4) || (t >= 16 && t <= 24); }
 
 const char* ToString(ExitKind k) {
   switch (k) {
@@ -215,6 +216,19 @@ Status Decode(std::string_view body, NodeExitMsg* m) {
   if (k > uint8_t(ExitKind::kStartFailed)) return Status::Malformed("NODE_EXIT: bad kind");
   m->kind = ExitKind(k);
   return Status::Ok();
+}
+
+std::string Encode(const NodeStatsMsg& m) {
+  Encoder e;
+  e.U32(m.node);
+  e.Str(m.json);
+  return std::move(e.bytes());
+}
+Status Decode(std::string_view body, NodeStatsMsg* m) {
+  Decoder d(body);
+  m->node = d.U32();
+  m->json = d.Str();
+  return d.Done(MsgType::kNodeStats);
 }
 
 std::string Encode(const OutputMsg& m) {

@@ -40,6 +40,7 @@ enum class MsgType : uint16_t {
   kStdin = 21,       // svmrun -> svmd: {bytes} for node 0
   kStdinEof = 22,    // svmrun -> svmd: {}
   kKill = 23,        // svmrun -> svmd: {i32 signal}: tear the job down
+  kNodeStats = 24,   // svmd -> svmrun: NodeStatsMsg, before the node's NODE_EXIT (--stats)
 };
 const char* ToString(MsgType t);
 bool IsValid(uint16_t t);
@@ -126,6 +127,11 @@ struct NodeExitMsg {
   int32_t value = 0;  // exit status or signal number
   std::string message;
 };
+// A node's statistics report (libsvm/stats.h's JSON, node-<id>.json).
+struct NodeStatsMsg {
+  uint32_t node = 0;
+  std::string json;
+};
 struct OutputMsg {
   uint32_t node = 0;
   uint8_t stream = 1;
@@ -138,6 +144,8 @@ std::string Encode(const JobRequest& m);
 Status Decode(std::string_view body, JobRequest* m);
 std::string Encode(const NodeExitMsg& m);
 Status Decode(std::string_view body, NodeExitMsg* m);
+std::string Encode(const NodeStatsMsg& m);
+Status Decode(std::string_view body, NodeStatsMsg* m);
 std::string Encode(const OutputMsg& m);
 Status Decode(std::string_view body, OutputMsg* m);
 std::string EncodeStrings(const std::vector<std::string>& v);

@@ -1,6 +1,7 @@
 #include "svmd/options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -20,136 +21,153 @@ std::string ChoiceList(std::span<const Choice> table) {
   return s;
 }
 
-Status ParseU32(const std::string& flag, const std::string& t, uint32_t lo, uint32_t hi, uint32_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long v = std::strtoul(t.c_str(), &end, 10);
-  if (t.empty() || *end != '\0' || errno != 0 || v < lo || v > hi || t[0] == '-')
-    return Status::InvalidArgument(flag + " '" + t + "': expected a whole number from " +
-                                   std::to_string(lo) + " to " + std::to_string(hi));
-  *out = uint32_t(v);
-  return Status::Ok();
+// The long name of a table row ("--nodes" of "-n,--nodes").
+std::string LongName(const OptionSpec& s) {
+  std::string_view f(s.flags);
+  return std::string(f.substr(f.rfind(',') + 1));
 }
 
-#define CHOICE(table, field, flag)                                       \
-  [](const std::string& t, Options* o) {                                  \
-    Status s = CheckChoice(table, flag, t);                               \
-    if (s.ok()) o->field = t;                                             \
-    return s;                                                             \
-  }
+// CLI11 validators. A failed one's message follows the option's name.
+
+// One of a choice table's names; the type shown is {a,b,c} (available ones).
+CLI::Validator Choices(std::span<const Choice> table, std::string flag) {
+  std::string shown;
+  for (const Choice& c : table)
+    if (c.available) shown += std::string(shown.empty() ? "{" : ",") + c.name;
+  return CLI::Validator(
+      [table, flag](std::string& v) {
+        Status s = CheckChoice(table, flag, v);
+        return s.ok() ? std::string() : s.message();
+      },
+      shown + "}");
+}
+
+// A number with svm's units (parse: ParseSize, ParseDuration, ParseRate),
+// rewritten to the plain integer the field takes.
+CLI::Validator Units(Status (*parse)(const std::string&, uint64_t*), std::string name) {
+  return CLI::Validator(
+      [parse](std::string& text) {
+        uint64_t v;
+        Status s = parse(text, &v);
+        if (!s.ok()) return s.message();
+        text = std::to_string(v);
+        return std::string();
+      },
+      name);
+}
+
+// A whole number of bytes (after Units) that is a non-zero multiple of 4K
+// (0 too where zero_ok), and below `below` if that is non-zero.
+CLI::Validator Pages(uint64_t below, std::string what, bool zero_ok = false) {
+  return CLI::Validator(
+      [below, what, zero_ok](std::string& text) {
+        const uint64_t v = std::stoull(text);
+        if (v == 0 && zero_ok) return std::string();
+        if (v == 0 || v % 4096 != 0 || (below && v >= below)) return "must be " + what;
+        return std::string();
+      },
+      "");
+}
+
+// "auto" as 0, anything else through inner.
+CLI::Validator AutoOr(CLI::Validator inner) {
+  return CLI::Validator(
+      [inner](std::string& text) {
+        if (text == "auto") {
+          text = "0";
+          return std::string();
+        }
+        std::string err = inner(text);
+        return err.empty() && text == "0" ? std::string("must be auto or a non-zero size") : err;
+      },
+      "");
+}
+
+CLI::Validator NonEmpty() {
+  return CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty host name") : ""; }, "");
+}
+
+// Rows bind a flag to its field of Options, typed, with validators.
+#define ADD(expr) [](CLI::App& app, const OptionSpec& s, Options* o) -> CLI::Option* { return expr; }
+#define OPT(field) app.add_option(s.flags, o->field, s.help)
+#define CHOICE(table, field) OPT(field)->check(Choices(table, LongName(s)))
 
 const OptionSpec kTable[] = {
-    {"-n,--nodes", "SVM_NODES", "1", "number of nodes (processes) of the job", false,
-     [](const std::string& t, Options* o) { return ParseU32("--nodes", t, 1, 1024, &o->nodes); }},
+    {"-n,--nodes", "SVM_NODES", "1", "number of nodes (processes) of the job; -np N is the same", false,
+     ADD(OPT(nodes)->check(CLI::Range(1u, 1024u))->type_name("N"))},
     {"-t,--threads-per-node", "SVM_THREADS_PER_NODE", "1", "application threads per node", false,
-     [](const std::string& t, Options* o) {
-       return ParseU32("--threads-per-node", t, 1, 1024, &o->threads_per_node);
-     }},
-    {"--place", "SVM_PLACE", "block", "thread placement: block|cyclic", false,
-     CHOICE(kPlaces, place, "--place")},
-    {"--mode", "SVM_MODE", "base", "protocol mode: base|dw|rf|dd|nil", false,
-     CHOICE(kModes, mode, "--mode")},
-    {"--fault", "SVM_FAULT", "uffd", "fault backend: uffd|uffd-thread|mprotect", false,
-     CHOICE(kFaults, fault, "--fault")},
-    {"--transport", "SVM_TRANSPORT", "tcp", "transport between nodes: tcp|shm|verbs", false,
-     CHOICE(kTransports, transport, "--transport")},
+     ADD(OPT(threads_per_node)->check(CLI::Range(1u, 1024u))->type_name("N"))},
+    {"--place", "SVM_PLACE", "block", "thread placement", false, ADD(CHOICE(kPlaces, place))},
+    {"--mode", "SVM_MODE", "base", "protocol mode", false, ADD(CHOICE(kModes, mode))},
+    {"--fault", "SVM_FAULT", "uffd", "fault backend", false, ADD(CHOICE(kFaults, fault))},
+    {"--transport", "SVM_TRANSPORT", "tcp", "transport between nodes", false,
+     ADD(CHOICE(kTransports, transport))},
     {"--region-base", "SVM_REGION_BASE", "0x200000000000", "virtual address of the shared region", false,
-     [](const std::string& t, Options* o) {
-       uint64_t v;
-       Status s = ParseSize(t, &v);
-       if (!s.ok()) return Status::InvalidArgument("--region-base: " + s.message());
-       if (v == 0 || v % 4096 != 0 || v >= (1ull << 47))
-         return Status::InvalidArgument("--region-base '" + t +
-                                        "': must be a non-zero, page-aligned user address");
-       o->region_base = v;
-       return Status::Ok();
-     }},
+     ADD(OPT(region_base)
+             ->transform(Units(ParseSize, ""))
+             ->check(Pages(1ull << 47, "a non-zero, page-aligned user address"))
+             ->type_name("ADDRESS"))},
     {"--region-size", "SVM_REGION_SIZE", "auto",
      "size of the shared region (K/M/G/T suffixes); auto: 64G a node, at most 16T. Sparse: memory is "
      "committed only where the program touches it",
      false,
-     [](const std::string& t, Options* o) {
-       if (t == "auto") {
-         o->region_size = 0;  // sized once the node count is known
-         return Status::Ok();
-       }
-       uint64_t v;
-       Status s = ParseSize(t, &v);
-       if (!s.ok()) return Status::InvalidArgument("--region-size: " + s.message());
-       if (v == 0 || v % 4096 != 0)
-         return Status::InvalidArgument("--region-size '" + t + "': must be a non-zero multiple of 4K");
-       o->region_size = v;
-       return Status::Ok();
-     }},
-    {"--home", "SVM_HOME", "first-touch", "home placement of pages: first-touch|cyclic|block", false,
-     CHOICE(kHomes, home, "--home")},
+     ADD(OPT(region_size)
+             ->transform(AutoOr(Units(ParseSize, "")))  // auto: 0, sized once the node count is known
+             ->check(Pages(0, "a non-zero multiple of 4K", /*zero_ok=*/true))
+             ->type_name("SIZE|auto"))},
+    {"--home", "SVM_HOME", "first-touch", "home placement of pages", false, ADD(CHOICE(kHomes, home))},
     {"--stats", "SVM_STATS", "", "write statistics as JSON to FILE", false,
-     [](const std::string& t, Options* o) {
-       o->stats = t;
-       return Status::Ok();
-     }},
+     ADD(OPT(stats)->type_name("FILE"))},
     {"--timeout", "SVM_TIMEOUT", "0", "end the job after SECONDS (exit 124); 0 = never", false,
-     [](const std::string& t, Options* o) {
-       char* end = nullptr;
-       double v = std::strtod(t.c_str(), &end);
-       if (t.empty() || *end != '\0' || !(v >= 0) || v > 1e7)
-         return Status::InvalidArgument("--timeout '" + t + "': expected seconds >= 0");
-       o->timeout_s = v;
-       return Status::Ok();
-     }},
+     ADD(OPT(timeout_s)->check(CLI::Range(0.0, 1e7))->type_name("SECONDS"))},
     {"--tag-output", "SVM_TAG_OUTPUT", "", "prefix each output line with [nK]", true,
-     [](const std::string& t, Options* o) {
-       o->tag_output = t == "1" || t == "true" || t == "yes" || t == "on";
-       if (!o->tag_output && !t.empty() && t != "0" && t != "false" && t != "no" && t != "off")
-         return Status::InvalidArgument("SVM_TAG_OUTPUT '" + t + "': expected 1/0");
-       return Status::Ok();
-     }},
-    {"--log-level", "SVM_LOG_LEVEL", "warn", "trace|debug|info|warn|error|off (svmrun and the nodes)",
-     false, CHOICE(kLogLevels, log_level, "--log-level")},
-    {"--hosts", "SVM_HOSTS", "", "run on these svmd hosts: HOST[:PORT],... (default port 7117)", false,
-     [](const std::string& t, Options* o) {
-       o->hosts.clear();
-       size_t start = 0;
-       while (start < t.size()) {
-         size_t end = t.find(',', start);
-         if (end == std::string::npos) end = t.size();
-         std::string h = t.substr(start, end - start);
-         if (h.empty()) return Status::InvalidArgument("--hosts '" + t + "': empty host name");
-         o->hosts.push_back(h);
-         start = end + 1;
-       }
-       return Status::Ok();
-     }},
-    {"--key-file", "SVM_KEY_FILE", "", "0600 file with the key shared with the svmds (for --hosts)",
-     false,
-     [](const std::string& t, Options* o) {
-       o->key_file = t;
-       return Status::Ok();
-     }},
+     ADD(app.add_flag(s.flags, o->tag_output, s.help))},
+    {"--log-level", "SVM_LOG_LEVEL", "warn", "svmrun's and the nodes' log level", false,
+     ADD(CHOICE(kLogLevels, log_level))},
+    {"--hosts", "SVM_HOSTS", "", "run on these svmd hosts (default port 7117)", false,
+     ADD(OPT(hosts)
+             ->delimiter(',')
+             ->allow_extra_args(false)  // one argument; the commas make the list
+             ->check(NonEmpty())
+             ->type_name("HOST[:PORT],..."))},
+    {"--key-file", "SVM_KEY_FILE", "", "0600 file with the key shared with the svmds (for --hosts)", false,
+     ADD(OPT(key_file)->type_name("FILE"))},
     {"--net-latency", "SVM_NET_LATENCY", "0",
-     "inject this latency per message at the receiving NIC (e.g. 2us), to model a cluster network",
-     false,
-     [](const std::string& t, Options* o) {
-       Status s = ParseDuration(t, &o->net_latency_ns);
-       return s.ok() ? s : Status::InvalidArgument("--net-latency: " + s.message());
-     }},
+     "inject this latency per message at the receiving NIC (e.g. 2us), to model a cluster network", false,
+     ADD(OPT(net_latency_ns)->transform(Units(ParseDuration, ""))->type_name("DURATION"))},
     {"--net-bandwidth", "SVM_NET_BANDWIDTH", "0",
      "limit each connection to this rate (e.g. 10Gbit); 0 = unlimited", false,
-     [](const std::string& t, Options* o) {
-       Status s = ParseRate(t, &o->net_bandwidth);
-       return s.ok() ? s : Status::InvalidArgument("--net-bandwidth: " + s.message());
-     }},
+     ADD(OPT(net_bandwidth)->transform(Units(ParseRate, ""))->type_name("RATE"))},
     {"--pin", "SVM_PIN", "none",
-     "none|node: node binds each node process to its own share of the host's CPUs (several nodes "
-     "on one host then do not take each other's CPUs)",
-     false, CHOICE(kPins, pin, "--pin")},
-    {"--preload", "SVM_PRELOAD", "", "runtime library to LD_PRELOAD, or 'none' for plain programs",
-     false,
-     [](const std::string& t, Options* o) {
-       o->preload = t;
-       return Status::Ok();
-     }},
+     "node: bind each node process to its own share of the host's CPUs (several nodes on one host "
+     "then do not take each other's CPUs)",
+     false, ADD(CHOICE(kPins, pin))},
+    {"--preload", "SVM_PRELOAD", "", "runtime library to LD_PRELOAD, or 'none' for plain programs", false,
+     ADD(OPT(preload)->type_name("FILE|none"))},
 };
+
+#undef CHOICE
+#undef OPT
+#undef ADD
+
+// Whether flag (as typed, e.g. "-n" or "--mode") is one of spec's names.
+bool Names(const OptionSpec& spec, std::string_view flag) {
+  std::string_view names(spec.flags);
+  while (!names.empty()) {
+    const size_t comma = names.find(',');
+    if (names.substr(0, comma) == flag) return true;
+    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+  }
+  return false;
+}
+
+// Whether flag names an option that takes a value (the next argument).
+bool TakesValue(std::string_view flag) {
+  if (flag == "-np") return true;
+  for (const OptionSpec& spec : kTable)
+    if (Names(spec, flag)) return !spec.is_switch;
+  return false;
+}
 
 }  // namespace
 
@@ -165,70 +183,6 @@ Status CheckChoice(std::span<const Choice> table, const std::string& flag, const
   return Status::InvalidArgument(flag + " '" + value + "' is unknown; valid choices: " + ChoiceList(table));
 }
 
-Status ParseSize(const std::string& text, uint64_t* out) {
-  if (text.empty() || text[0] == '-') return Status::InvalidArgument("'" + text + "' is not a size");
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 0);
-  if (end == text.c_str() || errno != 0) return Status::InvalidArgument("'" + text + "' is not a size");
-  std::string suffix(end);
-  uint64_t mult = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1ull << 30;
-  else if (suffix == "T" || suffix == "t" || suffix == "TiB") mult = 1ull << 40;
-  else if (!suffix.empty())
-    return Status::InvalidArgument("'" + text + "': unknown suffix '" + suffix + "' (use K, M, G or T)");
-  if (v > UINT64_MAX / mult) return Status::InvalidArgument("'" + text + "' is too large");
-  *out = uint64_t(v) * mult;
-  return Status::Ok();
-}
-
-namespace {
-
-// A non-negative decimal number followed by a unit from `units`.
-Status ParseScaled(const std::string& text, std::span<const std::pair<const char*, double>> units,
-                   const char* what, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == text.c_str() || errno != 0 || !(v >= 0) || text[0] == '-')
-    return Status::InvalidArgument("'" + text + "' is not a " + what);
-  const std::string unit(end);
-  if (v == 0 && unit.empty()) {
-    *out = 0;
-    return Status::Ok();
-  }
-  std::string known;
-  for (const auto& [name, scale] : units) {
-    if (unit == name) {
-      const double r = v * scale;
-      if (r > 1e18) return Status::InvalidArgument("'" + text + "' is too large");
-      *out = uint64_t(r + 0.5);
-      return Status::Ok();
-    }
-    known += std::string(known.empty() ? "" : ", ") + name;
-  }
-  return Status::InvalidArgument("'" + text + "': unknown unit '" + unit + "' (use " + known + ")");
-}
-
-}  // namespace
-
-Status ParseDuration(const std::string& text, uint64_t* ns) {
-  static constexpr std::pair<const char*, double> kUnits[] = {
-      {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-  return ParseScaled(text, kUnits, "duration", ns);
-}
-
-Status ParseRate(const std::string& text, uint64_t* bytes_per_s) {
-  std::string t = text;
-  if (t.size() > 2 && t.compare(t.size() - 2, 2, "/s") == 0) t.resize(t.size() - 2);
-  static constexpr std::pair<const char*, double> kUnits[] = {
-      {"bit", 1.0 / 8}, {"Kbit", 1e3 / 8}, {"Mbit", 1e6 / 8}, {"Gbit", 1e9 / 8},
-      {"B", 1},         {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9}};
-  return ParseScaled(t, kUnits, "rate", bytes_per_s);
-}
-
 std::span<const OptionSpec> OptionTable() { return kTable; }
 
 Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
@@ -237,34 +191,47 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
   // argument CLI11 cannot place starts it.
   std::vector<std::string> args;
   bool have_dashdash = false;
+  bool in_options = true;  // before the program's name
   for (int i = 1; i < argc; ++i) {
-    if (!have_dashdash && std::string_view(argv[i]) == "--") {
+    const std::string_view a(argv[i]);
+    if (!have_dashdash && a == "--") {
       have_dashdash = true;
       continue;
     }
-    (have_dashdash ? o->program : args).push_back(argv[i]);
+    if (have_dashdash) {
+      o->program.push_back(argv[i]);
+      continue;
+    }
+    // -np N: mpirun's spelling of -n (CLI11 takes one-letter single-dash
+    // names only). Not inside the program's own arguments.
+    if (in_options && (a == "-np" || a.starts_with("-np="))) {
+      args.push_back(a == "-np" ? std::string("-n") : "-n" + std::string(a.substr(4)));
+      continue;
+    }
+    args.push_back(argv[i]);
+    if (!in_options) continue;
+    if (!a.starts_with("-")) {
+      in_options = false;  // the program (without "--")
+    } else if (a.find('=') == std::string_view::npos && TakesValue(a) && i + 1 < argc) {
+      args.push_back(argv[++i]);
+    }
   }
 
   CLI::App app{"svmrun: run a pthreads program across the nodes of a shared virtual memory job",
                "svmrun"};
-  app.footer("Usage: svmrun [OPTIONS] -- PROGRAM [ARGS...]\nEvery option has an SVM_* environment twin (shown as (Env:...)); the flag wins.");
-  app.set_version_flag("--version", std::string("svmrun ") + SVM_VERSION);
+  app.footer(
+      "Usage: svmrun [OPTIONS] -- PROGRAM [ARGS...]\n"
+      "Every option has an SVM_* environment twin (shown as (Env:...)); the flag wins.");
+  app.set_version_flag("--version", std::string("svmrun ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
   if (!have_dashdash) app.prefix_command();
-  std::vector<std::string> values(std::size(kTable));
   std::vector<CLI::Option*> opts;
-  for (size_t i = 0; i < std::size(kTable); ++i) {
-    const OptionSpec& spec = kTable[i];
-    std::string help = spec.help;
-    if (*spec.def) help += " [default: " + std::string(spec.def) + "]";
-    CLI::Option* opt;
-    if (spec.is_switch) {
-      opt = app.add_flag(spec.flags, values[i], help);
-    } else {
-      opt = app.add_option(spec.flags, values[i], help);
-    }
+  for (const OptionSpec& spec : kTable) {
+    CLI::Option* opt = spec.add(app, spec, o);
     opt->envname(spec.env);
+    if (*spec.def) opt->default_str(spec.def);
     opts.push_back(opt);
   }
+  const std::vector<std::string> typed = args;  // app.parse consumes args
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
@@ -278,15 +245,22 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
   if (!have_dashdash) {
     for (auto& r : app.remaining()) o->program.push_back(r);
   }
-  for (size_t i = 0; i < std::size(kTable); ++i) {
-    const OptionSpec& spec = kTable[i];
-    std::string text;
-    text = opts[i]->count() > 0 ? values[i] : spec.def;
-    Status s = spec.apply(text, o);
-    if (!s.ok()) {
-      std::cerr << "svmrun: " << s.message() << "\n";
-      *exit_now = 2;
-      return Status::Ok();
+  const char* verbose = std::getenv("SVM_VERBOSE");
+  if (verbose && *verbose && std::string_view(verbose) != "0") {
+    std::cerr << "svmrun: options in effect (SVM_VERBOSE):\n";
+    for (size_t i = 0; i < std::size(kTable); ++i) {
+      const OptionSpec& spec = kTable[i];
+      const bool on_line = std::any_of(typed.begin(), typed.end(), [&](const std::string& a) {
+        return Names(spec, std::string_view(a).substr(0, a.find('=')));
+      });
+      std::string text = spec.def;
+      if (opts[i]->count() > 0) {
+        text.clear();
+        for (const std::string& r : opts[i]->results()) text += (text.empty() ? "" : ",") + r;
+      }
+      const char* from = opts[i]->count() == 0 ? "default" : on_line ? "flag" : spec.env;
+      std::cerr << "  " << LongName(spec) << " = " << (text.empty() ? "\"\"" : text) << "  (" << from
+                << ")\n";
     }
   }
   if (o->region_size == 0)

@@ -1,6 +1,7 @@
-// svmrun's options: one table (flag, SVM_* environment twin, default,
-// validator, help) and the choice tables behind --mode, --fault, --transport,
-// --home and --place. Enabling a mode later is one line in kModes.
+// svmrun's options: one table (flag, SVM_* environment twin, default, help,
+// and the typed CLI11 option with its validators) and the choice tables
+// behind --mode, --fault, --transport, --home, --place, --pin and
+// --log-level. Enabling a mode later is one line in kModes.
 //
 // Precedence: command-line flag, then the environment twin, then the
 // default. A value this build cannot serve is refused before anything
@@ -13,6 +14,12 @@
 #include <vector>
 
 #include "protocol/status.h"
+#include "svmd/units.h"  // ParseSize, ParseDuration, ParseRate
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace svm::svmd {
 
@@ -60,14 +67,6 @@ inline constexpr Choice kLogLevels[] = {{"trace", true, ""}, {"debug", true, ""}
 // "--transport verbs is not built into this svmrun; valid choices: tcp".
 Status CheckChoice(std::span<const Choice> table, const std::string& flag, const std::string& value);
 
-// "4096", "64K", "1M", "2G", "0x200000000000" -> bytes.
-Status ParseSize(const std::string& text, uint64_t* out);
-// "0", "500ns", "2us", "1.5ms", "1s" -> nanoseconds.
-Status ParseDuration(const std::string& text, uint64_t* ns);
-// "0", "10Gbit", "100Mbit", "1.25GB" (decimal units, per second; "/s" may
-// follow) -> bytes per second.
-Status ParseRate(const std::string& text, uint64_t* bytes_per_s);
-
 inline constexpr uint16_t kDefaultSvmdPort = 7117;
 
 struct Options {
@@ -97,11 +96,12 @@ struct Options {
 struct OptionSpec {
   const char* flags;  // CLI11 spelling, e.g. "-n,--nodes"
   const char* env;    // environment twin
-  const char* def;    // default as text ("" = none)
+  const char* def;    // the default as shown (Options' initializer is the value)
   const char* help;
   bool is_switch;     // a flag without value
-  // Parses and validates the text form into *o; an error names the flag.
-  Status (*apply)(const std::string& text, Options* o);
+  // Declares the option on app bound to its field of *o: typed, with CLI11
+  // validators (ranges, choices, svm's size/duration/rate units).
+  CLI::Option* (*add)(CLI::App& app, const OptionSpec& spec, Options* o);
 };
 std::span<const OptionSpec> OptionTable();
 

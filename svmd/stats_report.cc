@@ -234,6 +234,47 @@ Status MergeStats(const std::vector<json>& reports, uint32_t nodes, const std::v
   return Status::Ok();
 }
 
+json JobConfig(const Options& o, const std::string& path) {
+  json j;
+  j["program"] = o.program.empty() ? "" : o.program[0];
+  j["path"] = path;
+  j["args"] = o.program.size() > 1 ? json(std::vector<std::string>(o.program.begin() + 1, o.program.end()))
+                                   : json::array();
+  j["nodes"] = o.nodes;
+  j["threads_per_node"] = o.threads_per_node;
+  j["mode"] = o.mode;
+  j["fault"] = o.fault;
+  j["transport"] = o.transport;
+  j["home"] = o.home;
+  j["place"] = o.place;
+  j["pin"] = o.pin;
+  j["hosts"] = o.hosts;
+  j["net_latency_ns"] = o.net_latency_ns;
+  j["net_bandwidth"] = o.net_bandwidth;
+  j["svm_version"] = SVM_VERSION;
+  j["git_commit"] = SVM_GIT_COMMIT;
+  return j;
+}
+
+std::string DescribeJob(const json& m) {
+  if (!m.contains("job") || !m["job"].is_object()) return "";
+  const json& j = m["job"];
+  auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "?"; };
+  auto num = [&](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<uint64_t>() : 0; };
+  std::string prog = str("program");
+  prog = prog.substr(prog.rfind('/') + 1);
+  if (j.contains("args") && j["args"].is_array())
+    for (const json& a : j["args"]) prog += " " + (a.is_string() ? a.get<std::string>() : a.dump());
+  const uint64_t n = num("nodes"), t = num("threads_per_node");
+  std::string out = prog + " | " + std::to_string(n) + (n == 1 ? " node" : " nodes") + " x " +
+                    std::to_string(t) + (t == 1 ? " thread" : " threads") + " | " + str("mode") + ", " +
+                    str("fault") + ", " + str("transport");
+  if (num("net_latency_ns")) out += ", +" + std::to_string(num("net_latency_ns")) + " ns/msg";
+  const size_t hosts = j.contains("hosts") && j["hosts"].is_array() ? j["hosts"].size() : 0;
+  if (hosts) out += " | " + std::to_string(hosts) + (hosts == 1 ? " host" : " hosts");
+  return out;
+}
+
 std::string FormatStatsSummary(const json& m) {
   std::string out;
   char line[256];
@@ -243,6 +284,11 @@ std::string FormatStatsSummary(const json& m) {
   out += line;
   if (!m["missing_nodes"].empty()) out += " (no report from nodes " + m["missing_nodes"].dump() + ")";
   out += "\n";
+  if (const std::string job = DescribeJob(m); !job.empty()) {
+    const json& j = m["job"];
+    out += "  job: " + job + " | svm " + j.value("svm_version", "?") + " (" + j.value("git_commit", "?") +
+           ")\n";
+  }
   Table(out, s, true);
   if (s["handlers"].get<size_t>() > 0) {
     const json& h = s["handler_busy_ns"];

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/status.h"
+#include "svmd/options.h"
 
 namespace svm::svmd {
 
@@ -28,6 +29,17 @@ Status ReadNodeReports(const std::string& dir, uint32_t nodes, std::vector<nlohm
 // An error names the report that is malformed.
 Status MergeStats(const std::vector<nlohmann::json>& reports, uint32_t nodes,
                   const std::vector<uint32_t>& missing, int64_t elapsed_ns, nlohmann::json* out);
+
+// The job's configuration, for the merged document's "job": the program
+// (as given, and `path` as resolved; "" for --hosts jobs, which resolve it
+// remotely), its arguments, nodes x threads, mode, fault backend,
+// transport, placement, hosts ([] = this host only), the injected network
+// delay, and svm's version and git commit (fixed when CMake configured).
+nlohmann::json JobConfig(const Options& o, const std::string& path);
+
+// One line for titles: "fft -p4 -m16 | 4 nodes x 2 threads | base, uffd, tcp".
+// Tolerates a document without "job" (older svmrun): "".
+std::string DescribeJob(const nlohmann::json& merged);
 
 // The summary table svmrun prints at the end of the job. REQUIRES: merged
 // came from MergeStats.

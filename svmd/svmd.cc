@@ -26,6 +26,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <list>
 #include <memory>
 #include <thread>
@@ -34,6 +36,7 @@
 #include "svmd/frame.h"
 #include "svmd/local_node.h"
 #include "svmd/net.h"
+#include "svmd/options.h"
 
 namespace svm::svmd {
 namespace {
@@ -73,6 +76,7 @@ class Session {
   void BeginTeardown(const std::string& why);
   void Send(MsgType t, std::string_view body);
   void Cleanup();
+  void SendStats(uint32_t node);
 
   int id_;
   UniqueFd conn_;
@@ -83,6 +87,7 @@ class Session {
   std::atomic<bool> done_{false};
   uint32_t epoch_ = 0;
   std::string dir_, key_path_;
+  bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
   LocalNode* node0_ = nullptr;
@@ -161,6 +166,11 @@ Status Session::StartJob(const Frame& f, const Key& session) {
   for (const auto& e : req.env)
     if (e.find('=') != std::string::npos) base.push_back(e);
   base.push_back("SVM_KEY_FILE=" + key_path_);
+  // --stats: the nodes write their reports here; each goes back to svmrun
+  // when its node ends (NODE_STATS before NODE_EXIT).
+  stats_ = std::any_of(req.env.begin(), req.env.end(),
+                       [](const std::string& e) { return e.starts_with("SVM_STATS="); });
+  if (stats_) base.push_back("SVM_STATS_DIR=" + dir_);
   base.push_back("SVM_CONTROL=" + req.control);
   std::vector<cpu_set_t> shares;
   if (std::find(req.env.begin(), req.env.end(), "SVM_PIN=node") != req.env.end()) {
@@ -261,6 +271,7 @@ void Session::Loop() {
         m.kind = WIFSIGNALED(ws) ? ExitKind::kSignaled : ExitKind::kExited;
         m.value = WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws);
         spdlog::info("session {}: node {} {}", id_, m.node, DescribeWaitStatus(ws));
+        if (stats_) SendStats(m.node);
         Send(MsgType::kNodeExit, Encode(m));
       }
       all &= nodes_[i]->finished();
@@ -319,11 +330,28 @@ void Session::Loop() {
   }
 }
 
+// The node's report, if it wrote one (a killed node may not have).
+void Session::SendStats(uint32_t node) {
+  const std::string path = dir_ + "/node-" + std::to_string(node) + ".json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  NodeStatsMsg m{node, std::string(std::istreambuf_iterator<char>(in), {})};
+  ::unlink(path.c_str());
+  if (m.json.size() + 64 > kMaxBody) {
+    spdlog::warn("session {}: node {}'s statistics ({} bytes) are too large to send", id_, node, m.json.size());
+    return;
+  }
+  Send(MsgType::kNodeStats, Encode(m));
+}
+
 void Session::Cleanup() {
   nodes_.clear();  // SIGKILLs and reaps whatever still runs
   node0_ = nullptr;
   if (!key_path_.empty()) ::unlink(key_path_.c_str());
-  if (!dir_.empty()) ::rmdir(dir_.c_str());
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);  // reports of nodes that never ended
+  }
   key_path_.clear();
   dir_.clear();
 }
@@ -331,11 +359,16 @@ void Session::Cleanup() {
 int Main(int argc, char** argv) {
   std::string listen = "0.0.0.0:7117", key_file, level = "info";
   CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
-  app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION);
-  app.add_option("--listen", listen, "ADDR:PORT to listen on (port 0 picks one)")->capture_default_str();
+  app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
+  app.add_option("--listen", listen, "address and port to listen on (port 0 picks one)")
+      ->capture_default_str()
+      ->type_name("ADDR:PORT");
   app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users")
-      ->required();
-  app.add_option("--log-level", level, "trace|debug|info|warn|error|off")->capture_default_str();
+      ->required()
+      ->type_name("FILE");
+  std::vector<std::string> levels;
+  for (const Choice& c : kLogLevels) levels.push_back(c.name);
+  app.add_option("--log-level", level, "log level")->capture_default_str()->check(CLI::IsMember(levels));
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));

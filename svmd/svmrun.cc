@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -130,7 +131,11 @@ class Job {
   void Emit(uint32_t node, int stream, std::string_view line);
   bool AllDone() const;
   void Shutdown();
-  void ReportStats(int64_t elapsed_ns);
+  // started_ns: steady_clock (CLOCK_MONOTONIC, as the nodes' records) when
+  // the nodes had been started.
+  void ReportStats(int64_t started_ns, int64_t elapsed_ns);
+  // A remote node's report (from its svmd) joins the local ones' directory.
+  void SaveRemoteStats(const NodeStatsMsg& m);
 
   Options o_;
   std::string preload_, program_;
@@ -176,15 +181,17 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_HOME=" + o_.home,
       "SVM_LOG_LEVEL=" + o_.log_level,
       "SVM_JOB_EPOCH=" + std::to_string(epoch_),
-      "SVM_NET_LATENCY_NS=" + std::to_string(o_.net_latency_ns),
-      "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth),
+      // The same names and syntax as svmrun's twins (svmd/units.h).
+      "SVM_NET_LATENCY=" + std::to_string(o_.net_latency_ns) + "ns",
+      "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
   // The nodes' environment is cleaned of SVM_*; these runtime knobs (no
   // svmrun flag) are the user's to set, and reach every node alike.
-  for (const char* knob : {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND"})
+  for (const char* knob : {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND", "SVM_SHARE_GLOBALS",
+                           "SVM_VERBOSE"})
     if (const char* v = getenv(knob)) e.push_back(std::string(knob) + "=" + v);
   if (preload_ != "none") e.push_back("LD_PRELOAD=" + preload_);
   return e;
@@ -557,6 +564,14 @@ void Job::OnHost(size_t hi) {
       OutputMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
       if (m.node < nodes_.size()) Emit(m.node, m.stream, m.data);
+    } else if (f.type == MsgType::kNodeStats) {
+      NodeStatsMsg m;
+      if (err = Decode(f.body, &m); !err.ok()) break;
+      if (m.node >= nodes_.size() || nodes_[m.node].host != int(hi)) {
+        err = Status::Malformed("NODE_STATS for a node not on this host");
+        break;
+      }
+      SaveRemoteStats(m);
     } else if (f.type == MsgType::kNodeExit) {
       NodeExitMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
@@ -712,7 +727,16 @@ void Job::Shutdown() {
 
 // Merges the nodes' reports (written before they exited) into --stats FILE
 // and prints the summary. Nodes on other hosts write none yet.
-void Job::ReportStats(int64_t elapsed_ns) {
+void Job::SaveRemoteStats(const NodeStatsMsg& m) {
+  if (stats_dir_.empty()) return;
+  const std::string path = stats_dir_ + "/node-" + std::to_string(m.node) + ".json";
+  FILE* f = fopen(path.c_str(), "w");
+  bool ok = f && fwrite(m.json.data(), 1, m.json.size(), f) == m.json.size();
+  if (f) ok = fclose(f) == 0 && ok;
+  if (!ok) spdlog::warn("statistics of node {}: cannot write {}: {}", m.node, path, strerror(errno));
+}
+
+void Job::ReportStats(int64_t started_ns, int64_t elapsed_ns) {
   if (stats_dir_.empty()) return;
   std::vector<nlohmann::json> reports;
   std::vector<uint32_t> missing;
@@ -723,6 +747,11 @@ void Job::ReportStats(int64_t elapsed_ns) {
     spdlog::error("statistics: {}", s.message());
     return;
   }
+  merged["job"] = JobConfig(o_, program_);
+  // Comparable with the threads' start_ns/end_ns where they ran on this
+  // host: svm-plot splits the job's elapsed time into start-up, the
+  // program's threads and teardown.
+  merged["start_ns"] = started_ns;
   const std::string text = FormatStatsSummary(merged);
   WriteAll(2, text.data(), text.size());
   const std::string tmp = o_.stats + ".tmp";
@@ -761,7 +790,8 @@ int Job::Run() {
   }
   const auto started = std::chrono::steady_clock::now();
   Loop();
-  ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+  ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count(),
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                     started)
                   .count());
   Shutdown();
@@ -777,7 +807,8 @@ std::string ExeDir() {
   return std::filesystem::path(buf).parent_path().string();
 }
 
-// The runtime library: --preload, else next to svmrun (installed or build tree).
+// The runtime library: --preload, else found from svmrun's own directory:
+// installed (bin/ -> lib/svm/), or in the build tree (svmd/ -> libsvm/).
 Status FindPreload(const std::string& given, std::string* out) {
   if (given == "none") {
     *out = "none";
@@ -788,7 +819,7 @@ Status FindPreload(const std::string& given, std::string* out) {
     candidates.push_back(given);
   } else {
     std::string dir = ExeDir();
-    candidates = {dir + "/../lib/libsvm.so", dir + "/../libsvm/libsvm.so"};
+    candidates = {dir + "/" SVM_PRELOAD_FROM_BINDIR "/libsvm.so", dir + "/../libsvm/libsvm.so"};
   }
   for (const auto& c : candidates) {
     if (::access(c.c_str(), R_OK) == 0) {
@@ -849,6 +880,14 @@ int Main(int argc, char** argv) {
       return 2;
     }
   } else {
+    // A local job with more application threads than this host's CPUs
+    // still runs, but its threads take turns: say so before timings mislead.
+    cpu_set_t cpus;
+    const uint64_t threads = uint64_t(o.nodes) * o.threads_per_node;
+    if (::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && threads > uint64_t(CPU_COUNT(&cpus)))
+      spdlog::warn("{} nodes x {} threads = {} application threads on {} CPUs: oversubscribed, they will "
+                   "take turns (timings suffer)",
+                   o.nodes, o.threads_per_node, threads, CPU_COUNT(&cpus));
     s = ResolveProgram(o.program[0], std::filesystem::current_path().string(), &program);
     if (!s.ok()) {
       spdlog::error("{}", s.message());

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/launch/launch_util.h"
 
@@ -124,6 +127,36 @@ TEST(MultiHost, WrongKeyIsRefusedAndLogged) {
   EXPECT_NE(c.err.find("authentication failed"), std::string::npos) << c.err;
   EXPECT_TRUE(vc.daemon(0).WaitFor("refused connection")) << vc.daemon(0).err;
   EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// --stats across hosts: every node's report comes back through its svmd
+// (NODE_STATS), so the job's statistics have all three nodes.
+TEST(MultiHost, StatsFromEveryNode) {
+  const std::string libsvm = BuildDir() + "/libsvm/libsvm.so", program = BuildDir() + "/tests/stats_loop";
+  if (!std::filesystem::exists(libsvm) || !std::filesystem::exists(program))
+    GTEST_SKIP() << "needs libsvm.so and tests/stats_loop (not built under SVM_SANITIZE)";
+  VirtualCluster vc(3);
+  if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
+  ASSERT_TRUE(vc.ok());
+  TempDir dir;
+  std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
+  std::string host_list = vc.StartDaemons(key);
+  ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
+  const std::string out = dir.path + "/stats.json";
+  Child c({Svmrun(), "--preload", libsvm, "-n", "3", "--timeout", "60", "--hosts", host_list, "--key-file", key,
+           "--stats", out, "--", program, "3"});
+  ASSERT_EQ(c.ExitCode(90), 0) << c.out << c.err;
+  std::ifstream in(out);
+  ASSERT_TRUE(in) << c.err;
+  const nlohmann::json stats = nlohmann::json::parse(in);
+  EXPECT_EQ(stats["missing_nodes"], nlohmann::json::array()) << c.err;
+  std::set<uint32_t> nodes;
+  for (const auto& t : stats["threads"])
+    if (t["kind"] == "app") nodes.insert(t["node"].get<uint32_t>());
+  EXPECT_EQ(nodes, (std::set<uint32_t>{0, 1, 2}));
+  ASSERT_EQ(stats["per_node"].size(), 3u);
+  for (const auto& n : stats["per_node"]) EXPECT_GT(n["counters"]["barriers"].get<uint64_t>(), 0u) << n;
+  EXPECT_EQ(stats["job"]["hosts"].size(), 3u);
 }
 
 }  // namespace

@@ -86,6 +86,68 @@ check("phases work and locked", set(stats["phases"]) == {"work", "locked"}, str(
 check("every worker has both phases", all(len(t["phases"]) == 2 and all(p["count"] == 20 for p in t["phases"])
                                           for t in workers), str([t["phases"] for t in workers]))
 
+# The job's configuration travels with the numbers.
+job = stats.get("job", {})
+check("job: program and arguments", job.get("program") == args.program and job.get("args") == [str(THREADS)],
+      str(job))
+check("job: path resolved", job.get("path") == os.path.realpath(args.program), str(job.get("path")))
+check("job: nodes x threads", job.get("nodes") == 2 and job.get("threads_per_node") == 2, str(job))
+check("job: mode, fault backend, transport",
+      (job.get("mode"), job.get("fault"), job.get("transport")) == ("base", "uffd", "tcp"), str(job))
+check("job: local (no hosts)", job.get("hosts") == [], str(job.get("hosts")))
+check("job: svm version and git commit", bool(job.get("svm_version")) and bool(job.get("git_commit")), str(job))
+check("summary names the job", "job: %s %d | 2 nodes x 2 threads | base, uffd, tcp" %
+      (os.path.basename(args.program), THREADS) in p.stderr, p.stderr)
+
+
+def charged_without_work(stats):
+    """Threads charged twin or diff time on a node that made no twin or diff."""
+    bad = []
+    per_node = {n["node"]: n["counters"] for n in stats["per_node"]}
+    for t in stats["threads"]:
+        node = per_node[t["node"]]
+        for cat, counter in (("twin", "twins"), ("diff", "diffs")):
+            if node.get(counter, 0) == 0 and t["time_ns"].get(cat, 0) > 0:
+                bad.append("n%d.%s%d: %s %d ns with 0 %s" % (t["node"], t["kind"], t["thread"], cat,
+                                                            t["time_ns"][cat], counter))
+    return bad
+
+
+check("twin/diff time only where twins/diffs were made", not charged_without_work(stats),
+      "; ".join(charged_without_work(stats)))
+
+# --home block: node 0 is home of every page the program writes, so its
+# intervals close over home pages only and make no diff; none of that may
+# be charged to diff (it was, as "overhead: diff" with 0 diffs).
+blk = os.path.join(args.workdir, "stats_e2e_block.json")
+r = subprocess.run([args.svmrun, "-n", "2", "-t", "2", "--home", "block", "--timeout", "60", "--stats", blk,
+                    "--preload", args.preload, "--", args.program, str(THREADS)], capture_output=True, text=True,
+                   timeout=90)
+if check("--home block job runs", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-2000:]):
+    with open(blk) as f:
+        block = json.load(f)
+    n0 = [n["counters"] for n in block["per_node"] if n["node"] == 0][0]
+    check("block: node 0 closed intervals without a diff", n0["intervals"] > 0 and n0["diffs"] == 0,
+          "intervals %d diffs %d" % (n0["intervals"], n0["diffs"]))
+    check("block: no diff time without diffs", not charged_without_work(block),
+          "; ".join(charged_without_work(block)))
+
+# libsvm reads --net-latency under svmrun's name (SVM_NET_LATENCY): with
+# 20 ms injected per message a remote fetch waits >= 40 ms (none does
+# without it).
+lat = os.path.join(args.workdir, "stats_e2e_latency.json")
+r = subprocess.run([args.svmrun, "-n", "2", "--timeout", "100", "--net-latency", "20ms", "--stats", lat,
+                    "--preload", args.preload, "--", args.program, "2"], capture_output=True, text=True,
+                   timeout=120)
+if check("job with --net-latency 20ms runs", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-2000:]):
+    with open(lat) as f:
+        slow = json.load(f)
+    waits = [t["time_ns"].get("data_wait", 0) for t in slow["threads"] if t["kind"] == "app"]
+    check("the nodes injected the latency (a data wait >= 40 ms)",
+          slow["counters"]["fetches"] > 0 and max(waits) >= 40e6,
+          "fetches %d, data waits %s" % (slow["counters"]["fetches"], waits))
+    check("job records the latency", slow["job"]["net_latency_ns"] == 20000000, str(slow["job"]))
+
 q = subprocess.run([args.plot, out, "-o", png], capture_output=True, text=True, timeout=120)
 if q.returncode == 3:  # svm-plot: no matplotlib
     print("%-50s skipped [python3-matplotlib not installed]" % "svm-plot writes a PNG")
@@ -95,6 +157,22 @@ else:
         with open(png, "rb") as f:
             ok = f.read(8) == b"\x89PNG\r\n\x1a\n"
     check("svm-plot writes a PNG", ok, q.stderr)
+    e = subprocess.run([args.plot, out, "-o", png, "--explain"], capture_output=True, text=True, timeout=120)
+    lines = e.stdout.splitlines()
+    check("plot title: program and configuration",
+          "title: %s %d | 2 nodes x 2 threads | base, uffd, tcp" % (os.path.basename(args.program), THREADS)
+          in lines, e.stdout)
+    split = [l for l in lines if l.startswith("time split: ")]
+    parts = [int(w) for w in split[0].replace(",", " ").split() if w.isdigit()] if split else []
+    check("plot splits elapsed into start-up, threads, teardown",
+          len(parts) == 3 and sum(parts) == stats["elapsed_ns"] and parts[1] > 0, e.stdout)
+    panel = lines.index([l for l in lines if l.startswith("panel: time per thread")][0]) if e.returncode == 0 else 0
+    cats = lines[panel + 1] if e.returncode == 0 else ""
+    check("plot draws no idle time", "idle" not in cats and "handler" in cats, cats)
+    check("plot groups bars by node, handler (busy) last",
+          e.returncode == 0 and lines[panel + 2].startswith("  node 0: t0 (main)")
+          and lines[panel + 2].endswith("handler (busy)") and lines[panel + 3].startswith("  node 1: "),
+          e.stdout)
 
 print("stats_e2e: %d failed" % len(failures))
 sys.exit(1 if failures else 0)

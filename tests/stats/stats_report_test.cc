@@ -119,6 +119,40 @@ TEST(StatsReport, SummaryTableNamesEveryPart) {
   EXPECT_EQ(text.find("overhead: twin"), std::string::npos) << text;
 }
 
+TEST(StatsReport, JobConfigCarriesTheConfiguration) {
+  Options o;
+  o.nodes = 4;
+  o.threads_per_node = 2;
+  o.mode = "dd";
+  o.fault = "mprotect";
+  o.hosts = {"a:7117", "b"};
+  o.net_latency_ns = 2000;
+  o.program = {"splash2/fft", "-p8", "-m16"};
+  const json j = JobConfig(o, "/src/build/splash2/fft");
+  EXPECT_EQ(j["program"], "splash2/fft");
+  EXPECT_EQ(j["path"], "/src/build/splash2/fft");
+  EXPECT_EQ(j["args"], json({"-p8", "-m16"}));
+  EXPECT_EQ(j["nodes"], 4);
+  EXPECT_EQ(j["threads_per_node"], 2);
+  EXPECT_EQ(j["mode"], "dd");
+  EXPECT_EQ(j["fault"], "mprotect");
+  EXPECT_EQ(j["transport"], "tcp");
+  EXPECT_EQ(j["home"], "first-touch");
+  EXPECT_EQ(j["hosts"], json({"a:7117", "b"}));
+  EXPECT_EQ(j["net_latency_ns"], 2000);
+  EXPECT_FALSE(j["svm_version"].get<std::string>().empty());
+  EXPECT_FALSE(j["git_commit"].get<std::string>().empty());
+
+  json m;
+  ASSERT_TRUE(MergeStats(TwoNodes(), 2, {}, 5000, &m).ok());
+  EXPECT_EQ(DescribeJob(m), "");  // a document from an older svmrun
+  m["job"] = j;
+  EXPECT_EQ(DescribeJob(m), "fft -p8 -m16 | 4 nodes x 2 threads | dd, mprotect, tcp, +2000 ns/msg | 2 hosts");
+  const std::string text = FormatStatsSummary(m);
+  EXPECT_NE(text.find("  job: fft -p8 -m16 | 4 nodes x 2 threads"), std::string::npos) << text;
+  EXPECT_NE(text.find(" | svm " + j["svm_version"].get<std::string>()), std::string::npos) << text;
+}
+
 TEST(StatsReport, ReadNodeReportsListsMissingFiles) {
   std::vector<json> reports;
   std::vector<uint32_t> missing;
