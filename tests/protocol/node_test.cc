@@ -93,15 +93,23 @@ class Cluster {
     queue_.push_back({from, to, std::move(bytes)});
     sent++;
   }
-  // Delivers messages in send order until none is left.
+  // Delivers messages in send order until none is left but those of held
+  // pairs (each pair stays FIFO, as the transport promises).
   void Drain() {
-    while (!queue_.empty()) {
-      auto m = std::move(queue_.front());
-      queue_.pop_front();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (held_.count({it->from, it->to})) {
+        ++it;
+        continue;
+      }
+      auto m = std::move(*it);
+      queue_.erase(it);
       Status st = nodes_[m.to]->Receive(m.from, m.bytes);
       ASSERT_TRUE(st.ok()) << st.ToString();
+      it = queue_.begin();
     }
   }
+  void Hold(NodeId from, NodeId to) { held_.insert({from, to}); }
+  void Unhold(NodeId from, NodeId to) { held_.erase({from, to}); }
   Node& node(NodeId n) { return *nodes_[n]; }
   TestHost& host(NodeId n) { return *hosts_[n]; }
 
@@ -145,6 +153,7 @@ class Cluster {
   std::vector<std::unique_ptr<TestHost>> hosts_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::deque<InFlight> queue_;
+  std::set<std::pair<NodeId, NodeId>> held_;
 };
 
 void TestHost::Send(NodeId to, std::vector<uint8_t> bytes) {
@@ -325,6 +334,82 @@ TEST(NodeTest, BarrierCollectsNoticesOnlyWhenEveryThreadAndNodeIsIn) {
   c.Complete([&] { return c.node(0).Acquire(1, l); });
   EXPECT_EQ(c.Read(0, 1, 0, 20), 7);
   c.node(0).Release(1, l);
+}
+
+// ---- Issue 22: single behaviours whose planted bugs only random sweeps
+// caught. Cyclic homes: page p lives on node p % nodes.
+
+// "The home accepts its copy one interval behind what notices demand": the
+// home hears of the writer's interval from a third node's grant while the
+// writer's diff is still on its way, and must not read before it lands.
+// (With two nodes, pair FIFO puts the diff ahead of any notice; dd's direct
+// diff is NodeModeTest.GrantWaitsForDepositsAndHomeWaitsForDirectDiff.)
+TEST(NodeTest, Issue22HomeWaitsForADiffStillInFlight) {
+  Cluster c(3, 1);
+  const PageId p = 0;  // homed on node 0
+  const LockId l = PinnedLock(2, 22);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  c.Write(1, 0, p, 10, 5);
+  c.node(1).Release(0, l);
+  c.Hold(1, 0);  // the writer's diff will wait here
+  c.Complete([&] { return c.node(2).Acquire(0, l); });  // closes node 1's interval
+  c.node(2).Release(0, l);
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  EXPECT_EQ(c.node(0).TEST_log().known()[1], 1u);  // the notice came through node 2
+  EXPECT_EQ(c.node(0).Fault(0, p, Access::kRead), Outcome::kBlocked) << "home read before the diff";
+  EXPECT_EQ(c.host(0).prot(p), Prot::kNone);
+  c.host(0).woken.clear();
+  c.Unhold(1, 0);
+  c.Drain();
+  EXPECT_TRUE(c.host(0).woken.count(0));
+  EXPECT_EQ(c.Read(0, 0, p, 10), 5);
+  c.node(0).Release(0, l);
+}
+
+// "A local lock hand-off skips merging the releaser's view": node 1 takes
+// the lock from node 0 (which wrote X), hands it to its other thread, which
+// releases it to node 2; node 2's old READ copy of X must be invalidated.
+TEST(NodeTest, Issue22LocalHandoffPassesTheReleasersViewOn) {
+  Cluster c(3, 2);
+  const PageId p = 0;  // homed on node 0, the writer
+  const LockId l = PinnedLock(0, 23);
+  EXPECT_EQ(c.Read(2, 0, p, 7), 0);  // node 2's copy, soon old
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  c.Write(0, 0, p, 7, 9);
+  c.node(0).Release(0, l);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  ASSERT_EQ(c.node(1).Acquire(1, l), Outcome::kBlocked);
+  const uint64_t local = c.node(1).stats().local_acquires;
+  c.node(1).Release(0, l);  // a hand-off inside node 1
+  ASSERT_TRUE(c.node(1).Holds(1, l));
+  EXPECT_EQ(c.node(1).stats().local_acquires, local + 1);
+  c.node(1).Release(1, l);
+  c.Complete([&] { return c.node(2).Acquire(0, l); });
+  EXPECT_EQ(c.host(2).prot(p), Prot::kNone) << "node 2's copy of X was not invalidated";
+  EXPECT_EQ(c.Read(2, 0, p, 7), 9);
+  c.node(2).Release(0, l);
+}
+
+// "A barrier release leaves out the view of the arrival that completed it":
+// the last node to arrive wrote X, and its arrival is the only one naming a
+// new interval; the master (node 0) holds an old READ copy of X.
+TEST(NodeTest, Issue22BarrierLastArrivalCarriesTheOnlyNotice) {
+  for (NodeId nodes : {2u, 3u}) {
+    SCOPED_TRACE(nodes);
+    Cluster c(nodes, 1);
+    const NodeId writer = nodes - 1;
+    const PageId p = 1;  // homed on node 1
+    const BarrierId b = 4;
+    EXPECT_EQ(c.Read(0, 0, p, 30), 0);
+    for (NodeId n = 0; n < writer; ++n) ASSERT_EQ(c.node(n).Barrier(0, b, nodes, 1), Outcome::kBlocked);
+    c.Drain();
+    c.Write(writer, 0, p, 30, 8);
+    ASSERT_EQ(c.node(writer).Barrier(0, b, nodes, 1), Outcome::kBlocked);
+    c.Drain();
+    for (NodeId n = 0; n < nodes; ++n) ASSERT_EQ(c.node(n).Barrier(0, b, nodes, 1), Outcome::kDone);
+    EXPECT_EQ(c.host(0).prot(p), Prot::kNone) << "the master's copy of X was not invalidated";
+    EXPECT_EQ(c.Read(0, 0, p, 30), 8);
+  }
 }
 
 // ---- Modes dw..nil: one Node driven by hand through a host that records the
