@@ -460,8 +460,8 @@ void HandoffThenStaleCopy(CaseConfig* c, Scenario* s) {
 // Issue 22 ("a barrier release leaves out the view of the arrival that
 // completed it"): the reader (node 0, the master) keeps a READ copy of X;
 // the writer waits until every other node is at the barrier, writes X and
-// arrives last, its arrival the only one naming a new interval. Variant 1:
-// 2 nodes.
+// arrives last (its pair to the master is delayed), its arrival the only one
+// naming a new interval. Variant 1: 2 nodes.
 void BarrierLastArrivalNotice(CaseConfig* c, Scenario* s) {
   const uint32_t N = c->variant % 2 == 0 ? 3 : 2, P = 2;
   Shape(c, N, 1, P);
@@ -470,6 +470,7 @@ void BarrierLastArrivalNotice(CaseConfig* c, Scenario* s) {
   s->page = PageHomedAt(N, P, 1);
   s->reader = 0;
   s->writer = N - 1;
+  c->delayed = {{s->writer, s->reader}};
   ProgramBuilder b(N, 1, P);
   const uint32_t x = b.AddVar(s->page * kPage + 24, 8);
   for (NodeId n = 0; n < N; ++n) b.Read(n, x);
