@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <regex>
+
 #include "svmd/auth.h"
 #include "svmd/control_client.h"
 #include "svmd/local_node.h"
@@ -60,8 +62,17 @@ TEST_P(NodesTest, StdinReachesNodeZero) {
   c.WriteStdin("hello\nworld\n");
   c.CloseStdin();
   EXPECT_EQ(c.ExitCode(), 0) << c.err;
-  EXPECT_NE(c.out.find("n0 stdin: hello\nn0 stdin: world\nn0 stdin eof\n"), std::string::npos) << c.out;
-  EXPECT_EQ(CountLines(c.out, "stdin:"), 2);
+  // Node 0's lines in order and whole. Not back to back: node 0 writes each
+  // one on its own (cin flushes cout before every read), and other nodes'
+  // lines may come between them.
+  std::vector<std::string> n0, all;
+  for (size_t pos = 0, end; (end = c.out.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    all.push_back(c.out.substr(pos, end - pos));
+    if (all.back().rfind("n0 stdin", 0) == 0) n0.push_back(all.back());
+  }
+  EXPECT_EQ(n0, (std::vector<std::string>{"n0 stdin: hello", "n0 stdin: world", "n0 stdin eof"})) << c.out;
+  const std::regex whole(R"(n\d+ (of \d+ pid \d+|peers \S+|control \S+|stdin: (hello|world)|stdin eof))");
+  for (const std::string& line : all) EXPECT_TRUE(std::regex_match(line, whole)) << "a garbled line: " << line;
 }
 
 TEST_P(NodesTest, SigkillOfOneNodeEndsTheJobWithNothingLeft) {

@@ -6,6 +6,11 @@
 //
 //   runtime_cases --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]...
 //                 [--full] [--timeout SEC]
+//   runtime_cases --machine-check BACKEND
+//
+// --machine-check only asks whether this machine offers the fault backend
+// (a kernel feature): exit 0 if so, else 77 with the reason (tests/splash2
+// skips on that, and on nothing else).
 //
 // A case is a program with arguments and the exact lines it must print (in
 // any order: lines of different nodes interleave), run at every point of its
@@ -521,14 +526,22 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
 int Usage(const char* me) {
   fprintf(stderr,
           "usage: %s --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]... [--full] "
-          "[--timeout SEC]\n",
-          me);
+          "[--timeout SEC]\n       %s --machine-check uffd|uffd-thread|mprotect\n",
+          me, me);
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "--machine-check") == 0) {
+    svm::prim::Backend b;
+    if (!svm::prim::ParseBackend(argv[2], &b)) return Usage(argv[0]);
+    const svm::Status st = svm::prim::Probe(b);
+    if (st.ok()) return 0;
+    printf("skipped [%s unavailable: %s]\n", argv[2], st.message().c_str());
+    return 77;
+  }
   Config cfg;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -30,7 +30,9 @@ bool SameStats(const NodeStats& a, const NodeStats& b) {
 TEST(SimReplay, FromEnv) {
   CaseConfig c;
   Status error;
-  if (!ConfigFromEnv(&c, &error)) GTEST_SKIP() << "set SVM_SIM_SEED (and SVM_SIM_NODES, ...)";
+  // Without SVM_SIM_SEED a fixed case runs instead of a skip: in CI a skip
+  // stands only for something the machine lacks.
+  if (!ConfigFromEnv(&c, &error)) c = Config(3, 2, 4, 1);
   ASSERT_TRUE(error.ok()) << error.ToString();
   c.trace = std::getenv("SVM_SIM_TRACE") != nullptr;
   const CaseResult r = RunCase(c);

@@ -372,6 +372,118 @@ void StaleReadCopy(CaseConfig* c, Scenario* s) {
   s->program = b.Take();
 }
 
+// Issue 22 ("the home accepts its copy one interval behind what notices
+// demand"): writer writes X (homed at `home`) under L, its pair to the home
+// delayed; a middle node takes L and passes it on, so the home learns of the
+// writer's interval from the middle node's grant while the diff is still in
+// flight, and must wait for it before its own read. Variant 1: 2 nodes, the
+// writer grants the home directly (pair FIFO: the diff is there first).
+void HomeWaitsForDiff(CaseConfig* c, Scenario* s) {
+  const uint32_t N = c->variant % 2 == 0 ? 3 : 2, P = 2;
+  Shape(c, N, 1, P);
+  c->home_policy = HomePolicy::kCyclic;
+  c->record_deliveries = true;
+  s->page = 1;
+  s->home = CyclicHome(N, P, s->page);
+  s->writer = (s->home + 1) % N;
+  s->reader = s->home;
+  c->delayed = {{s->writer, s->home}};
+  // Homed at the middle node (nil: not behind the diff on the delayed pair).
+  const LockId L = PinnedLock(N == 3 ? (s->home + 2) % N : s->writer, 0x22);
+  ProgramBuilder b(N, 1, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 40, 8, VarClass::kLocked, L);
+  b.Acquire(s->writer, L);
+  b.Write(s->writer, x);
+  b.Release(s->writer, L);
+  b.Signal(s->writer, 1);
+  if (N == 3) {
+    const uint32_t middle = (s->home + 2) % N;
+    b.Await(middle, 1);
+    b.Acquire(middle, L);
+    b.Release(middle, L);
+    b.Signal(middle, 2);
+  }
+  b.Await(s->home, N == 3 ? 2 : 1);
+  b.Acquire(s->home, L);
+  b.Read(s->home, x);
+  b.Release(s->home, L);
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+}
+
+// Issue 22 ("a local lock hand-off skips merging the releaser's view"): C
+// (node 2) keeps a READ copy of X; A (node 0) writes X under L; B (node 1)
+// takes L from A in thread 0 and hands it on inside the node to thread 1,
+// which releases it to C: C's grant must still name A's interval.
+void HandoffThenStaleCopy(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, T = 2, P = 2;
+  Shape(c, N, T, P);
+  c->home_policy = HomePolicy::kCyclic;
+  s->page = PageHomedAt(N, P, 1);
+  s->writer = 0;
+  s->reader = 2;
+  const LockId L = 0x2280;
+  ProgramBuilder b(N, T, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 16, 8, VarClass::kLocked, L);
+  const uint32_t a = b.G(0, 0), b0 = b.G(1, 0), b1 = b.G(1, 1), cc = b.G(2, 0);
+  b.Acquire(cc, L);
+  b.Read(cc, x);
+  b.Release(cc, L);
+  b.Signal(cc, 1);
+  b.Await(a, 1);
+  b.Acquire(a, L);
+  b.Write(a, x);
+  b.Release(a, L);
+  b.Signal(a, 2);
+  b.Await(b0, 2);
+  b.Acquire(b0, L);
+  b.Signal(b0, 3);
+  // Hold L a while so that b1 queues behind it (a hand-off, not a free lock).
+  for (int i = 0; i < 8; ++i) b.Read(b0, x);
+  b.Release(b0, L);
+  b.Await(b1, 3);
+  b.Acquire(b1, L);
+  b.Read(b1, x);
+  b.Release(b1, L);
+  b.Signal(b1, 4);
+  b.Await(cc, 4);
+  b.Acquire(cc, L);
+  b.Read(cc, x);
+  b.Release(cc, L);
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+  s->thread = b1;
+}
+
+// Issue 22 ("a barrier release leaves out the view of the arrival that
+// completed it"): the reader (node 0, the master) keeps a READ copy of X;
+// the writer waits until every other node is at the barrier, writes X and
+// arrives last (its pair to the master is delayed), its arrival the only one
+// naming a new interval. Variant 1: 2 nodes.
+void BarrierLastArrivalNotice(CaseConfig* c, Scenario* s) {
+  const uint32_t N = c->variant % 2 == 0 ? 3 : 2, P = 2;
+  Shape(c, N, 1, P);
+  c->home_policy = HomePolicy::kCyclic;
+  c->record_deliveries = true;
+  s->page = PageHomedAt(N, P, 1);
+  s->reader = 0;
+  s->writer = N - 1;
+  c->delayed = {{s->writer, s->reader}};
+  ProgramBuilder b(N, 1, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 24, 8);
+  for (NodeId n = 0; n < N; ++n) b.Read(n, x);
+  b.BarrierAll(1);
+  for (NodeId n = 0; n + 1 < N; ++n) b.Signal(n, 1 + n);
+  for (NodeId n = 0; n + 1 < N; ++n) b.Await(s->writer, 1 + n);
+  b.Write(s->writer, x);
+  b.BarrierAll(2);
+  for (NodeId n = 0; n < N; ++n) b.Read(n, x);
+  b.FinalCheck(3);
+  s->program = b.Take();
+}
+
 // The home writes X (its page untracked: no other node holds it) under L;
 // the reader's first fetch of the page (Y, under M) comes between two of
 // those writes, in one interval; the second, made with no fault, must reach
@@ -423,6 +535,9 @@ const std::map<std::string, Builder>& Builders() {
       {"local-handoff", LocalHandoff},
       {"no-starvation", NoStarvation},
       {"stale-read-copy", StaleReadCopy},
+      {"home-waits-for-diff", HomeWaitsForDiff},
+      {"handoff-then-stale-copy", HandoffThenStaleCopy},
+      {"barrier-last-arrival", BarrierLastArrivalNotice},
       {"first-fetch-while-home-writes", FirstFetchWhileHomeWrites},
   };
   return builders;

@@ -21,6 +21,13 @@
 //                      two probes (variant: which lock id, 0..5)
 //   no-starvation      two local threads hammer a lock a remote thread wants
 //   stale-read-copy    a READ copy must be invalidated by the next acquire
+//   home-waits-for-diff      issue 22: the home hears of an interval from a
+//                            third node before the diff (variant 1: 2 nodes)
+//   handoff-then-stale-copy  issue 22: lock A -> B.t0 -> B.t1 (local) -> C,
+//                            C holding an old READ copy
+//   barrier-last-arrival     issue 22: the arrival completing a barrier is
+//                            the only one naming a new interval (variant 1:
+//                            2 nodes)
 //   first-fetch-while-home-writes
 //                      a remote node's first fetch of an untracked home page
 //                      falls between two home writes of one interval
