@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "protocol/coding.h"
+#include "util/coding.h"
 
 namespace svm::rt {
 

@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 
 namespace svm::rt {

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "nic_ext/transport.h"
-#include "protocol/status.h"
+#include "util/status.h"
 
 namespace svm::rt {
 

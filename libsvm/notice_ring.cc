@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "protocol/coding.h"
+#include "util/coding.h"
 
 namespace svm::rt {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "nic_ext/transport.h"
 #include "protocol/interval_log.h"
-#include "protocol/status.h"
+#include "util/status.h"
 
 namespace svm::rt {
 

@@ -22,7 +22,7 @@
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
-#include "protocol/coding.h"
+#include "util/coding.h"
 #include "protocol/diff.h"
 
 namespace svm::rt {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "nic_ext/transport.h"
-#include "svmd/units.h"
+#include "util/units.h"
 
 namespace svm::rt {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "libsvm/prim/fault.h"
 #include "protocol/geometry.h"
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 
 namespace svm::rt {

@@ -23,7 +23,7 @@
 #include "nic_ext/fake/fake_transport.h"
 #include "nic_ext/tcp/tcp_transport.h"
 #include "protocol/wire.h"
-#include "svmd/control_client.h"
+#include "control/control_client.h"
 
 namespace svm::rt {
 

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "nic_ext/queue.h"
-#include "protocol/status.h"
-#include "protocol/types.h"
+#include "util/ids.h"
+#include "util/status.h"
 
 namespace svm::nic {
 

@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "protocol/status.h"
+#include "util/status.h"
 
 namespace svm::diff {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 
 namespace svm {

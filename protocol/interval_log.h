@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 #include "protocol/vector_time.h"
 

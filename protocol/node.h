@@ -70,7 +70,7 @@
 #include "protocol/interval_log.h"
 #include "protocol/messages.h"
 #include "protocol/stats.h"
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 #include "protocol/vector_time.h"
 

@@ -1,21 +1,13 @@
-// Identifiers shared by every protocol component.
-//
-// Nodes are numbered 0..N-1; threads are numbered per node (0..T-1 on each
-// node). Intervals of a node are numbered from 1; interval 0 means "none".
+// Identifiers shared by every protocol component (the ids themselves are
+// util/ids.h: the communication layer names nodes too), lock ids that name
+// their home, accesses, protections and modes.
 #pragma once
 
 #include <cstdint>
 
+#include "util/ids.h"
+
 namespace svm {
-
-using NodeId = uint32_t;
-using ThreadId = uint32_t;   // local to a node
-using PageId = uint64_t;     // index of a page in the global region
-using LockId = uint64_t;     // identity of a lock (the runtime uses its address)
-using BarrierId = uint64_t;  // identity of a barrier
-using IntervalId = uint32_t;
-
-inline constexpr NodeId kNoNode = UINT32_MAX;
 
 // Lock ids with the top bit set name their home node (bits 48..62): the
 // runtime's own locks, which should live where their first user is. Program

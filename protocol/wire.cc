@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "protocol/coding.h"
+#include "util/coding.h"
 
 namespace svm::wire {
 namespace {

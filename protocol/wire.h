@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "protocol/messages.h"
-#include "protocol/status.h"
+#include "util/status.h"
 
 namespace svm::wire {
 

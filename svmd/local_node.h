@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "svmd/net.h"
-#include "protocol/status.h"
+#include "util/net.h"
+#include "util/status.h"
 
 namespace svm::svmd {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
-#include "svmd/units.h"  // ParseSize, ParseDuration, ParseRate
+#include "util/status.h"
+#include "util/units.h"  // ParseSize, ParseDuration, ParseRate
 
 namespace CLI {
 class App;

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "svmd/options.h"
 
 namespace svm::svmd {

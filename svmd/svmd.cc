@@ -32,10 +32,10 @@
 #include <memory>
 #include <thread>
 
-#include "svmd/auth.h"
-#include "svmd/frame.h"
+#include "util/auth.h"
+#include "control/frame.h"
 #include "svmd/local_node.h"
-#include "svmd/net.h"
+#include "util/net.h"
 #include "svmd/options.h"
 
 namespace svm::svmd {

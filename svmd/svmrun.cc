@@ -32,10 +32,10 @@
 #include <mutex>
 #include <thread>
 
-#include "svmd/auth.h"
-#include "svmd/frame.h"
+#include "util/auth.h"
+#include "control/frame.h"
 #include "svmd/local_node.h"
-#include "svmd/net.h"
+#include "util/net.h"
 #include "svmd/options.h"
 #ifdef SVM_HAVE_VERBS
 #include "nic_ext/verbs/verbs_transport.h"
@@ -181,7 +181,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_HOME=" + o_.home,
       "SVM_LOG_LEVEL=" + o_.log_level,
       "SVM_JOB_EPOCH=" + std::to_string(epoch_),
-      // The same names and syntax as svmrun's twins (svmd/units.h).
+      // The same names and syntax as svmrun's twins (util/units.h).
       "SVM_NET_LATENCY=" + std::to_string(o_.net_latency_ns) + "ns",
       "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones

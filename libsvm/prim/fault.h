@@ -48,7 +48,7 @@
 #include <string_view>
 
 #include "libsvm/prim/region.h"
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 
 namespace svm::prim {

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 
 namespace svm::prim {

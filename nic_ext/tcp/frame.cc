@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "protocol/coding.h"
+#include "util/coding.h"
 
 namespace svm::nic::frame {
 

@@ -21,7 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "nic_ext/tcp/tcp_nic_impl.h"
-#include "svmd/auth.h"
+#include "util/auth.h"
 
 namespace svm::nic {
 namespace {
@@ -101,7 +101,7 @@ std::string PeerName(int fd) {
   return fmt::format("{}:{}", host, ntohs(s4->sin_port));
 }
 
-// The job-key proof (svmd/auth.h), before any NIC byte is sent or trusted.
+// The job-key proof (util/auth.h), before any NIC byte is sent or trusted.
 Status ProveKey(int fd, const JobKey& key, bool dialer, Clock::time_point deadline) {
   static_assert(std::is_same_v<JobKey, svmd::Key>);
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

@@ -5,7 +5,7 @@
 // SENDs to the receive queue and turns responses into completions. Socket
 // I/O goes through io_uring; the wire format is frame.h. Endpoints are a full
 // mesh of TCP connections (TCP_NODELAY), node i dialling every j < i. Each
-// connection first proves the job key (svmd/auth.h: mutual HMAC-SHA256
+// connection first proves the job key (util/auth.h: mutual HMAC-SHA256
 // challenge-response, the dialler in the client role), then exchanges hellos
 // naming both nodes and the job epoch. A peer that fails the proof never gets
 // a NIC byte: the connection is closed and an spdlog error logged, and the

@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "nic_ext/verbs/verbs_nic_impl.h"
-#include "protocol/coding.h"
+#include "util/coding.h"
 
 namespace svm::nic {
 namespace {

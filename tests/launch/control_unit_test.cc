@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "svmd/auth.h"
-#include "svmd/frame.h"
+#include "util/auth.h"
+#include "control/frame.h"
 #include "svmd/local_node.h"
 #include "svmd/options.h"
 #include "tests/launch/launch_util.h"

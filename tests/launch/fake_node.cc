@@ -2,7 +2,7 @@
 // (svmrun --preload none -- fake_node ...).
 //
 // It serves a "NIC": a TCP listener whose connections must prove the job key
-// (svmd/auth.h) before it sends a line of pretend node memory. It
+// (util/auth.h) before it sends a line of pretend node memory. It
 // rendezvouses through svm_control with that listener's address, prints its
 // node id and peers, then acts as told:
 //   --exit CODE            exit status of every node (default 0)
@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "svmd/auth.h"
-#include "svmd/control_client.h"
-#include "svmd/net.h"
+#include "util/auth.h"
+#include "control/control_client.h"
+#include "util/net.h"
 
 using namespace svm::svmd;
 using svm::Status;

@@ -6,10 +6,10 @@
 
 #include <regex>
 
-#include "svmd/auth.h"
-#include "svmd/control_client.h"
+#include "util/auth.h"
+#include "control/control_client.h"
 #include "svmd/local_node.h"
-#include "svmd/net.h"
+#include "util/net.h"
 #include "tests/launch/launch_util.h"
 
 namespace svm::launch_test {

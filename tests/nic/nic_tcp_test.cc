@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "nic_ext/tcp/frame.h"
-#include "svmd/auth.h"
+#include "util/auth.h"
 #include "tests/nic/nic_cluster.h"
 
 namespace svm::nic::testing {

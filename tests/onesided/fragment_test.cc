@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "protocol/coding.h"
+#include "util/coding.h"
 
 namespace svm::rt {
 namespace {

@@ -1,5 +1,5 @@
 // Status: named constructors, codes and the printed form.
-#include "protocol/status.h"
+#include "util/status.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Tests of the wire codecs (protocol/wire.h) and the byte helpers under them
-// (protocol/coding.h).
+// (util/coding.h).
 #include "protocol/wire.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/coding.h"
+#include "util/coding.h"
 #include "protocol/stats.h"
 
 namespace svm::wire {

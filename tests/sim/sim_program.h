@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "protocol/types.h"
 
 namespace svm::sim {

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "util/status.h"
 #include "tests/sim/sim_case.h"
 #include "tests/sim/sim_program.h"
 

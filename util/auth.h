@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <string>
 
-#include "svmd/net.h"
-#include "protocol/status.h"
+#include "util/net.h"
+#include "util/status.h"
 
 namespace svm::svmd {
 

@@ -1,4 +1,4 @@
-#include "svmd/auth.h"
+#include "util/auth.h"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>

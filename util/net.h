@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "protocol/status.h"
+#include "util/status.h"
 
 namespace svm::svmd {
 

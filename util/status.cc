@@ -1,4 +1,4 @@
-#include "protocol/status.h"
+#include "util/status.h"
 
 #include <cstring>
 

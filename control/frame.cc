@@ -1,8 +1,8 @@
-#include "svmd/frame.h"
+#include "control/frame.h"
 
 #include <cstring>
 
-#include "svmd/net.h"
+#include "util/net.h"
 
 namespace svm::svmd {
 

@@ -1,4 +1,4 @@
-#include "svmd/control_client.h"
+#include "control/control_client.h"
 
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -8,7 +8,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "svmd/frame.h"
+#include "control/frame.h"
 
 namespace svm::svmd {
 namespace {

@@ -1,4 +1,4 @@
-#include "svmd/net.h"
+#include "util/net.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

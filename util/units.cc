@@ -1,4 +1,4 @@
-#include "svmd/units.h"
+#include "util/units.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "protocol/status.h"
+#include "util/status.h"
 
 namespace svm::svmd {
 

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "svmd/auth.h"
-#include "protocol/status.h"
+#include "util/auth.h"
+#include "util/status.h"
 
 namespace svm::svmd {
 

@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "svmd/auth.h"
-#include "svmd/net.h"
-#include "protocol/status.h"
+#include "util/auth.h"
+#include "util/net.h"
+#include "util/status.h"
 
 namespace svm::svmd {
 
