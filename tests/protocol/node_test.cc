@@ -334,6 +334,18 @@ TEST(NodeTest, SequentialFirstTouchesMapARunAhead) {
   EXPECT_EQ(c.node(0).stats().untracked_pages, 8u);
 }
 
+// First touch on several nodes: a sweep maps nothing ahead, since claiming
+// pages here could take one another node manages and is about to touch.
+TEST(NodeTest, FirstTouchSweepDoesNotClaimAhead) {
+  Cluster c(2, 1, HomePolicy::kFirstTouch);  // node 1 manages the odd pages
+  c.Write(0, 0, 0, 0, 1);
+  c.Write(0, 0, 1, 0, 1);  // claimed from node 1
+  for (PageId p = 2; p < 8; ++p) EXPECT_EQ(c.host(0).prot(p), Prot::kNone) << p;
+  c.Write(1, 0, 3, 0, 9);  // node 1 manages page 3 and becomes its home
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.Read(0, 0, 3, 0), 9);
+}
+
 // Releases and acquires change protections a run of pages at a time.
 TEST(NodeTest, ProtectionChangesGoInRuns) {
   Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7
