@@ -422,6 +422,7 @@ void Runtime::PrepareExit(int status) {
   // The job is over everywhere; exit handlers and static destructors must
   // not race with the runtime's own threads.
   stopping_.store(true);
+  if (nic_) nic_->recv_queue().StopWaits();  // the handler may be asleep in it
   if (handler_.joinable()) handler_.join();
   spawn_cv_.notify_all();
   if (spawner_.joinable()) spawner_.join();

@@ -188,7 +188,8 @@ class WaitQueue {
     if (Clock::now() >= deadline) return false;
     std::unique_lock<std::mutex> l(mu_);
     ++sleepers_;
-    const bool got = cv_.wait_until(l, deadline, [this] { return !items_.empty(); });
+    const bool got =
+        cv_.wait_until(l, deadline, [this] { return !items_.empty() || stop_waits_; }) && !items_.empty();
     --sleepers_;
     l.unlock();
     auto took = Clock::now() - start;
@@ -201,6 +202,15 @@ class WaitQueue {
   }
 
   size_t size() const { return size_.load(std::memory_order_acquire); }
+
+  // From now on WaitReady and Wait return at once when no item is there, and
+  // a thread sleeping in them wakes: for consumers asked to stop (a sleeper
+  // would otherwise sit out its timeout).
+  void StopWaits() {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_waits_ = true;
+    cv_.notify_all();
+  }
 
  private:
   template <typename F>
@@ -234,6 +244,7 @@ class WaitQueue {
   std::condition_variable cv_;
   std::deque<T> items_;  // guarded by mu_
   int sleepers_ = 0;     // guarded by mu_
+  bool stop_waits_ = false;  // guarded by mu_
   std::shared_ptr<QueueDriver> driver_;             // guarded by mu_
   std::atomic<const QueueDriver*> driver_id_{nullptr};  // driver_.get(), readable without mu_
 };

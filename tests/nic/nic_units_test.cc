@@ -111,5 +111,24 @@ TEST(WaitQueueTest, SleepingWaiterIsWoken) {
   t.join();
 }
 
+// A consumer asked to stop is not left asleep for its whole timeout (the
+// runtime's handler thread at exit), and later waits return at once.
+TEST(WaitQueueTest, StopWaitsWakesASleeperWithoutAnItem) {
+  WaitQueue<int> q;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
+    q.StopWaits();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(q.WaitReady(std::chrono::seconds(60)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  t.join();
+  int v = 0;
+  EXPECT_EQ(q.Wait({&v, 1}, std::chrono::seconds(60)), 0u);
+  q.Push(3);  // items still come through
+  EXPECT_EQ(q.Wait({&v, 1}, std::chrono::seconds(60)), 1u);
+  EXPECT_EQ(v, 3);
+}
+
 }  // namespace
 }  // namespace svm::nic
