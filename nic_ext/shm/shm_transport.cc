@@ -179,6 +179,7 @@ Status ShmNicImpl::Dial(NodeId peer, const std::string& address, int64_t deadlin
 Status ShmNicImpl::AcceptAll(int64_t deadline_ms) {
   uint32_t want = num_nodes() - 1 - self();
   std::vector<std::future<Status>> pending;
+  std::vector<std::shared_ptr<UniqueFd>> conns;  // adopted ones are moved out (invalid)
   std::mutex mu;
   uint32_t done = 0;
   auto count_done = [&] {
@@ -197,6 +198,7 @@ Status ShmNicImpl::AcceptAll(int64_t deadline_ms) {
     int c = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
     auto fd = std::make_shared<UniqueFd>(c);
+    conns.push_back(fd);
     pending.push_back(std::async(std::launch::async, [this, fd, deadline_ms, &mu, &done] {
       Offer o;
       Status s = Exchange(fd->get(), false, kNoNode, std::min(deadline_ms, NowMs() + kHandshakeMs), &o);
@@ -211,6 +213,12 @@ Status ShmNicImpl::AcceptAll(int64_t deadline_ms) {
       }
       return s;
     }));
+  }
+  {
+    // Everyone is here: cut short the handshakes of whoever else connected.
+    std::lock_guard<std::mutex> l(mu);
+    for (auto& fd : conns)
+      if (fd->valid()) shutdown(fd->get(), SHUT_RDWR);
   }
   for (auto& f : pending) f.wait();
   return Status::Ok();
