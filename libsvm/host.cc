@@ -70,7 +70,14 @@ void Runtime::ReleaseSlotOfCaller() {
 // Spins up to spin_ns handling protocol messages (a reply that comes
 // meanwhile costs no wake-up), then sleeps until woken or timeout_ns passed.
 // REQUIRES: mu_ not held.
-void Runtime::SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t timeout_ns) {
+void Runtime::Sleep(Slot& s, int64_t timeout_ns) {
+  s.asleep.store(1, std::memory_order_seq_cst);
+  if (s.wake.load(std::memory_order_seq_cst) == 0) FutexWait(&s.wake, 0, timeout_ns);
+  s.asleep.store(0, std::memory_order_relaxed);
+}
+
+void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
+  std::atomic<uint32_t>& w = s.wake;
   auto woken = [&w] { return w.load(std::memory_order_acquire) != 0; };
   // One spinner per node: it handles the messages for every waiter, and
   // more spinners only take the CPUs from the threads they wait for.
@@ -85,7 +92,7 @@ void Runtime::SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t t
     }
   }
   spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);
-  if (!woken()) FutexWait(&w, 0, timeout_ns);
+  if (!woken()) Sleep(s, timeout_ns);
 }
 
 void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
@@ -101,7 +108,7 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t s
       // Nothing to poll for: spin, then sleep until woken (or a while
       // passed, in case polling became needed meanwhile).
       lock.unlock();
-      SpinThenSleep(w, spin_ns, std::min(kSleepNs, left));
+      SpinThenSleep(slots_[t], spin_ns, std::min(kSleepNs, left));
       lock.lock();
       if (w.load(std::memory_order_acquire) != 0) break;
       Settle();
@@ -125,7 +132,7 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t s
              NowNs() < until)
         __builtin_ia32_pause();
       if (!news && nap_ns > kWaitSpinNs && w.load(std::memory_order_acquire) == 0)
-        FutexWait(&w, 0, nap_ns - kWaitSpinNs);
+        Sleep(slots_[t], nap_ns - kWaitSpinNs);
     }
     lock.lock();
     nap_ns = n > 0 || news ? kMinNapNs : std::min(2 * nap_ns, kNapNs);
@@ -141,8 +148,9 @@ void Runtime::Settle() {
 }
 
 void Runtime::Wake(ThreadId t) {
-  slots_[t].wake.store(1, std::memory_order_release);
-  FutexWake(&slots_[t].wake);
+  Slot& s = slots_[t];
+  s.wake.store(1, std::memory_order_seq_cst);
+  if (s.asleep.load(std::memory_order_seq_cst) != 0) FutexWake(&s.wake);
 }
 
 // Runs in the faulting thread (uffd, mprotect: inside the signal handler) or

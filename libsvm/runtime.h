@@ -166,8 +166,12 @@ class Runtime final : public Host {
 
  private:
   // A thread's place in the Node (its ThreadId) and the word it sleeps on.
+  // A thread's wake word. Wake makes the futex call only while the thread
+  // sleeps (asleep), so a waiter that is still spinning, or the thread
+  // completing its own request, costs no system call.
   struct Slot {
     std::atomic<uint32_t> wake{0};
+    std::atomic<uint32_t> asleep{0};
   };
   struct Segment;
   struct ThreadRecord;
@@ -217,7 +221,8 @@ class Runtime final : public Host {
   // Returns early, unwoken, at deadline_ns (CLOCK_MONOTONIC).
   void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
                 int64_t deadline_ns = INT64_MAX);
-  void SpinThenSleep(std::atomic<uint32_t>& w, int64_t spin_ns, int64_t timeout_ns);
+  void SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns);
+  static void Sleep(Slot& s, int64_t timeout_ns);
   // After a Node call: frees sent buffers and notes whether waiting threads
   // must poll (one-sided operations in flight, or Node::NeedsPoll).
   // REQUIRES: mu_ held.

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -32,6 +34,10 @@ struct alignas(64) Bell {
   std::atomic<uint32_t> lock_waits;  // this node's LOCKs queued at some target
   std::atomic<uint32_t> gone;        // the node shut down
   std::atomic<uint32_t> abandoned;   // entries of its Abandoned table
+  // The receive queue's consumer sleeping on its own (QueueDriver::Sleep):
+  // a message is a reason to wake it rather than the NIC thread.
+  std::atomic<uint32_t> recv_seq;       // its futex word
+  std::atomic<uint32_t> recv_sleepers;
 };
 
 struct alignas(64) RingHead {
@@ -118,17 +124,24 @@ class ShmNicImpl final : public ShmNic {
 
   // Drives both kinds of queue: drains the rings, flushes backlogs, grants
   // LOCKs, while a thread waits.
+  // The receive queue's driver also sleeps (on Bell::recv_seq); a
+  // completion queue's does not (lock grants wake no futex of its own).
   class Driver final : public QueueDriver {
    public:
-    explicit Driver(ShmNicImpl* nic) : nic_(nic) {}
+    Driver(ShmNicImpl* nic, bool sleeps) : nic_(nic), sleeps_(sleeps) {}
     bool Drive() override;
     void Enter() override;
     void Leave(bool got) override;
-    void Detach();  // the NIC is going: Drive becomes a no-op
+    bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) override;
+    void Interrupt() override;
+    void Detach();  // the NIC is going: no more driving; waits out sleepers
 
    private:
     std::mutex mu_;  // held while driving and by Detach
+    std::condition_variable cv_;
     ShmNicImpl* nic_;
+    const bool sleeps_;
+    int in_sleep_ = 0;  // guarded by mu_
   };
 
   // What a peer hands us at set-up.
@@ -166,7 +179,9 @@ class ShmNicImpl final : public ShmNic {
   bool SkipAbandoned();
   bool WorkVisible();     // cheap: would Progress find something?
   void WakeIfIdle(NodeId node);
+  void WakeForMessage(NodeId node);
   void WakeSelf();
+  bool MessagesWaiting();
   void NoteGone(NodeId node);  // a peer shut down or died
   void CheckLinks();
   void NicThread();
@@ -192,7 +207,8 @@ class ShmNicImpl final : public ShmNic {
   std::atomic<size_t> waits_count_{0};
   std::atomic<size_t> skip_count_{0};
 
-  std::shared_ptr<Driver> driver_;
+  std::shared_ptr<Driver> driver_;       // on every CQ a queued LOCK will complete on
+  std::shared_ptr<Driver> recv_driver_;  // on recv_queue()
   std::thread nic_thread_;
   std::atomic<bool> stop_{false};
   int64_t links_checked_ms_ = 0;  // NIC thread only

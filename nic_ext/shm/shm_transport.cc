@@ -106,7 +106,8 @@ ShmNicImpl::ShmNicImpl(const ShmOptions& o, SharedMemory control, UniqueFd liste
       listener_(std::move(listener)),
       address_(std::move(address)),
       peers_(o.num_nodes),
-      driver_(std::make_shared<Driver>(this)) {
+      driver_(std::make_shared<Driver>(this, false)),
+      recv_driver_(std::make_shared<Driver>(this, true)) {
   peers_[o.self].control = static_cast<uint8_t*>(control_.data());
 }
 
@@ -145,7 +146,7 @@ Status ShmNicImpl::Connect(std::span<const std::string> addresses) {
   listener_.reset();
   if (!st.ok()) return st;
   bell(self()).pollers.store(1, std::memory_order_seq_cst);  // the NIC thread, awake
-  recv_queue().set_driver(driver_);
+  recv_queue().set_driver(recv_driver_);
   nic_thread_ = std::thread([this] { NicThread(); });
   return Status::Ok();
 }

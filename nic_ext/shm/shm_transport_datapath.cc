@@ -149,6 +149,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
       m.bytes.insert(m.bytes.end(), b, b + wr.sge[i].length);
     }
     recv_queue().Push(std::move(m));
+    WakeForMessage(self());
     return WcStatus::kSuccess;
   }
   uint8_t length[kLengthBytes];
@@ -177,7 +178,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
     h.tail.store(tail, std::memory_order_seq_cst);
     if (p.backlog.size() > p.backlog_at) FlushLocked(p, to);
   }
-  WakeIfIdle(to);
+  WakeForMessage(to);
   return WcStatus::kSuccess;
 }
 
@@ -223,7 +224,7 @@ bool ShmNicImpl::FlushBacklogs() {
     const bool moved = p.backlog.size() - p.backlog_at < before;
     l.unlock();
     if (moved) {
-      WakeIfIdle(k);
+      WakeForMessage(k);
       did = true;
     }
   }
@@ -288,6 +289,7 @@ bool ShmNicImpl::Drain() {
     did = true;
     if (h.sender_waits.load(std::memory_order_seq_cst) != 0 && !gone(s)) WakeIfIdle(s);
   }
+  if (did) WakeForMessage(self());  // the consumer may sleep on its own
   return did;
 }
 
@@ -470,6 +472,32 @@ void ShmNicImpl::WakeIfIdle(NodeId node) {
   n_wakeups_.fetch_add(1, std::memory_order_relaxed);
 }
 
+// A message for `node` (in its ring, or pushed to its queue): nobody to wake
+// while one of its threads polls; else its queue's sleeping consumer, which
+// drains the rings itself; else its NIC thread.
+void ShmNicImpl::WakeForMessage(NodeId node) {
+  Bell& b = bell(node);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (b.pollers.load(std::memory_order_seq_cst) != 0) return;
+  if (b.recv_sleepers.load(std::memory_order_seq_cst) != 0) {
+    b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
+    FutexWake(&b.recv_seq);
+    if (node != self()) n_wakeups_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (node != self()) WakeIfIdle(node);
+}
+
+bool ShmNicImpl::MessagesWaiting() {
+  uint8_t* own = peers_[self()].control;
+  for (NodeId s = 0; s < num_nodes(); ++s) {
+    if (s == self()) continue;
+    RingHead& h = *layout_.head(own, s);
+    if (h.tail.load(std::memory_order_seq_cst) != h.head.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
 void ShmNicImpl::WakeSelf() {
   Bell& b = bell(self());
   b.seq.fetch_add(1, std::memory_order_seq_cst);
@@ -548,9 +576,40 @@ void ShmNicImpl::Driver::Leave(bool) {
     nic_->WakeSelf();
 }
 
-void ShmNicImpl::Driver::Detach() {
+bool ShmNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) {
+  ShmNicImpl* nic;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!sleeps_ || nic_ == nullptr) return false;
+    nic = nic_;
+    ++in_sleep_;
+  }
+  Bell& b = nic->bell(nic->self());
+  const uint32_t seen = b.recv_seq.load(std::memory_order_seq_cst);
+  b.recv_sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (!ready() && !nic->MessagesWaiting()) FutexWait(&b.recv_seq, seen, std::min<std::chrono::nanoseconds>(timeout, kSleepSlice));
+  b.recv_sleepers.fetch_sub(1, std::memory_order_seq_cst);
   std::lock_guard<std::mutex> l(mu_);
+  --in_sleep_;
+  cv_.notify_all();
+  return true;
+}
+
+void ShmNicImpl::Driver::Interrupt() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (nic_ == nullptr) return;
+  Bell& b = nic_->bell(nic_->self());
+  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&b.recv_seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+void ShmNicImpl::Driver::Detach() {
+  Interrupt();
+  std::unique_lock<std::mutex> l(mu_);
   nic_ = nullptr;
+  // A sleeper that read the futex word after the interrupt sits out its
+  // slice (kSleepSlice at most).
+  cv_.wait(l, [this] { return in_sleep_ == 0; });
 }
 
 // ---- shutdown ----
@@ -562,6 +621,7 @@ void ShmNicImpl::Shutdown() {
   WakeSelf();
   if (nic_thread_.joinable()) nic_thread_.join();
   driver_->Detach();
+  recv_driver_->Detach();
   uint8_t* own = peers_[self()].control;
   std::vector<std::pair<NodeId, LockNo>> held;
   std::vector<LockWait> waits;
