@@ -1,6 +1,7 @@
 /* posix_rwlock P: the timed read-write lock calls (issue 13, failure 2:
  * they were not interposed, glibc took the lock and the interposed unlock
- * never released it). Worker 1 write-locks for 300 ms; main's 50 ms
+ * never released it). Worker 1 write-locks until worker 0 is done trying
+ * (5 s at most: a loaded machine must not free it early); worker 0's 50 ms
  * timedwrlock, timedrdlock, clockwrlock and clockrdlock give ETIMEDOUT;
  * then every worker takes the lock with each timed call in turn and checks
  * an invariant over two pages. */
@@ -8,6 +9,9 @@
 
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t held, released;
+static pthread_mutex_t tried_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tried_cv = PTHREAD_COND_INITIALIZER;
+static int tried;
 static struct {
   long a;
   char gap[8192];
@@ -33,9 +37,17 @@ static void* work(void* arg) {
     timed_out(pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &d), "clockrdlock");
     d = in_ms(CLOCK_MONOTONIC, 50);
     CHECK(pthread_rwlock_clockwrlock(&rw, CLOCK_THREAD_CPUTIME_ID, &d) == EINVAL, "bad clock");
+    pthread_mutex_lock(&tried_mu);
+    tried = 1;
+    pthread_cond_signal(&tried_cv);
+    pthread_mutex_unlock(&tried_mu);
   }
   if (i == 1) {
-    sleep_ms(300);
+    struct timespec until = in_ms(CLOCK_REALTIME, 5000);
+    pthread_mutex_lock(&tried_mu);
+    while (!tried && pthread_cond_timedwait(&tried_cv, &tried_mu, &until) == 0) {
+    }
+    pthread_mutex_unlock(&tried_mu);
     CHECK(pthread_rwlock_unlock(&rw) == 0, "unlock");
   }
   pthread_barrier_wait(&released);
