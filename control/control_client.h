@@ -29,6 +29,10 @@
 
 namespace svm::svmd {
 
+// A node whose runtime could not start (or join the job) exits with this
+// status; svmrun ends the job with it (svmd/README.md, "Exit status").
+inline constexpr int kStartupFailedStatus = 125;
+
 struct ControlConfig {
   uint32_t node_id = 0;
   uint32_t nodes = 1;

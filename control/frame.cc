@@ -120,6 +120,13 @@ static Status ParseHeader(std::string_view h, MsgType* type, uint32_t* len, uint
   return Status::Ok();
 }
 
+Status FrameBodyLength(std::string_view header, uint32_t* len) {
+  if (header.size() < kFrameHeader) return Status::Malformed("short frame header");
+  MsgType type;
+  uint32_t epoch = 0;
+  return ParseHeader(header, &type, len, &epoch);
+}
+
 bool FrameReader::Next(Frame* f, Status* err) {
   if (buf_.size() < kFrameHeader) return false;
   uint32_t len = 0, epoch = 0;

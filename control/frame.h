@@ -100,6 +100,10 @@ class FrameReader {
   std::string buf_;
 };
 
+// The body length a frame header announces, once the header is checked
+// (magic, version, type, length <= kMaxBody). header: kFrameHeader bytes.
+Status FrameBodyLength(std::string_view header, uint32_t* len);
+
 Status SendFrame(int fd, MsgType type, uint32_t epoch, std::string_view body);
 // Blocking read of one frame (deadline as in net.h).
 Status RecvFrame(int fd, int64_t deadline_ms, Frame* f);

@@ -1,9 +1,12 @@
 // svmd: the per-host daemon. `svmd --listen ADDR:PORT --key-file FILE`.
 //
-// Each connection from svmrun is a Session on its own thread:
-//   kAuthenticating -> kAwaitingJob -> kRunning -> kTearingDown -> kClosed
-// It proves the admin key (auth.h; a wrong key is refused and logged),
-// receives one JOB (the nodes to start here, argv, env, the job key wrapped
+// Connections wait at the gate (gate.h: one thread for all of them, a
+// deadline each, a cap on how many wait) until they prove the admin key
+// (auth.h; a wrong key is refused and logged) and send their first frame.
+// Each admitted connection from svmrun is then a Session on its own thread
+// (at most kMaxSessions):
+//   kAwaitingJob -> kRunning -> kTearingDown -> kClosed
+// It receives one JOB (the nodes to start here, argv, env, the job key wrapped
 // with the connection's session secret), starts the nodes (local_node.h),
 // writes the job key to a 0600 file in a private 0700 directory for them
 // (SVM_KEY_FILE), forwards their output line by line and their exit
@@ -25,6 +28,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <deque>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -34,21 +39,22 @@
 
 #include "util/auth.h"
 #include "control/frame.h"
+#include "svmd/gate.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
+#include "svmd/preflight.h"
 
 namespace svm::svmd {
 namespace {
 
-constexpr int64_t kHandshakeMs = 10000;
-constexpr int64_t kJobWaitMs = 30000;
+constexpr int64_t kHandshakeMs = 10000;  // from accept to the JOB frame
 constexpr int64_t kGraceMs = 2000;
+constexpr size_t kMaxSessions = 64;
 
-enum class SessionState { kAuthenticating, kAwaitingJob, kRunning, kTearingDown, kClosed };
+enum class SessionState { kAwaitingJob, kRunning, kTearingDown, kClosed };
 const char* ToString(SessionState s) {
   switch (s) {
-    case SessionState::kAuthenticating: return "authenticating";
     case SessionState::kAwaitingJob: return "awaiting-job";
     case SessionState::kRunning: return "running";
     case SessionState::kTearingDown: return "tearing-down";
@@ -59,8 +65,13 @@ const char* ToString(SessionState s) {
 
 class Session {
  public:
-  Session(int id, UniqueFd conn, const Key& admin, int stop_fd)
-      : id_(id), conn_(std::move(conn)), admin_(admin), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {}
+  Session(int id, Admitted a, int stop_fd)
+      : id_(id),
+        conn_(std::move(a.fd)),
+        session_key_(a.session),
+        first_(std::move(a.first)),
+        stop_fd_(stop_fd),
+        peer_(std::move(a.peer)) {}
   ~Session() { Cleanup(); }
   void Run();
   bool done() const { return done_; }
@@ -80,10 +91,11 @@ class Session {
 
   int id_;
   UniqueFd conn_;
-  Key admin_;
+  Key session_key_;
+  Frame first_;
   int stop_fd_;
   std::string peer_;
-  SessionState state_ = SessionState::kAuthenticating;
+  SessionState state_ = SessionState::kAwaitingJob;
   std::atomic<bool> done_{false};
   uint32_t epoch_ = 0;
   std::string dir_, key_path_;
@@ -107,19 +119,10 @@ void Session::Send(MsgType t, std::string_view body) {
 }
 
 void Session::Run() {
-  Key session;
-  Status s = Authenticate(conn_.get(), admin_, AuthRole::kServer, NowMs() + kHandshakeMs, &session);
-  if (!s.ok()) {
-    spdlog::warn("session {}: refused connection from {}: {}", id_, peer_, s.ToString());
-    SetState(SessionState::kClosed);
-    done_ = true;
-    return;
-  }
-  SetState(SessionState::kAwaitingJob);
-  Frame f;
-  s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
-  if (s.ok() && f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
-  if (s.ok()) s = StartJob(f, session);
+  const Frame& f = first_;
+  Status s;
+  if (f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
+  if (s.ok()) s = StartJob(f, session_key_);
   if (!s.ok()) {
     spdlog::error("session {} from {}: {}", id_, peer_, s.ToString());
     Send(MsgType::kJobError, EncodeStrings({s.message()}));
@@ -148,6 +151,11 @@ Status Session::StartJob(const Frame& f, const Key& session) {
   if (s = ResolveProgram(req.argv[0], cwd.empty() ? std::filesystem::current_path().string() : cwd, &program);
       !s.ok())
     return s;
+  const bool runtime = std::any_of(req.env.begin(), req.env.end(),
+                                   [](const std::string& e) { return e.starts_with("LD_PRELOAD="); });
+  if (runtime) {
+    if (s = CheckDynamic(program); !s.ok()) return s;
+  }
   char tmpl[] = "/tmp/svmd-job-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return Status::Errno("mkdtemp", errno);
   dir_ = tmpl;
@@ -409,9 +417,28 @@ int Main(int argc, char** argv) {
     std::thread thread;
   };
   std::list<Running> sessions;
+  std::mutex admitted_mu;
+  std::deque<Admitted> admitted;  // GUARDED_BY(admitted_mu)
+  UniqueFd admitted_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  Gate gate;
+  GateOptions go;
+  go.key = admin;
+  go.what = "connection";
+  go.deadline_ms = kHandshakeMs;
+  s = gate.Start(std::move(lfd), go, [&](Admitted a) {
+    std::lock_guard<std::mutex> l(admitted_mu);
+    admitted.push_back(std::move(a));
+    uint64_t one = 1;
+    ssize_t w = ::write(admitted_fd.get(), &one, sizeof(one));
+    (void)w;
+  });
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
   int next_id = 1;
   for (;;) {
-    pollfd p[2] = {{lfd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
+    pollfd p[2] = {{admitted_fd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
     int rc = ::poll(p, 2, 1000);
     if (rc < 0 && errno != EINTR) break;
     if (p[1].revents) {
@@ -421,14 +448,6 @@ int Main(int argc, char** argv) {
       spdlog::info("caught {}; stopping", SignalName(int(si.ssi_signo)));
       break;
     }
-    if (p[0].revents) {
-      int c = ::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (c >= 0) {
-        auto sess = std::make_unique<Session>(next_id++, UniqueFd(c), admin, stop.get());
-        Session* raw = sess.get();
-        sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
-      }
-    }
     for (auto it = sessions.begin(); it != sessions.end();) {
       if (it->session->done()) {
         it->thread.join();
@@ -437,7 +456,29 @@ int Main(int argc, char** argv) {
         ++it;
       }
     }
+    if (p[0].revents) {
+      uint64_t v;
+      ssize_t r = ::read(admitted_fd.get(), &v, sizeof(v));
+      (void)r;
+      std::deque<Admitted> got;
+      {
+        std::lock_guard<std::mutex> l(admitted_mu);
+        got.swap(admitted);
+      }
+      for (Admitted& a : got) {
+        if (sessions.size() >= kMaxSessions) {
+          spdlog::warn("refused a job from {}: {} jobs running", a.peer, kMaxSessions);
+          (void)SendFrame(a.fd.get(), MsgType::kJobError, a.first.epoch,
+                          EncodeStrings({"svmd runs " + std::to_string(kMaxSessions) + " jobs already"}));
+          continue;
+        }
+        auto sess = std::make_unique<Session>(next_id++, std::move(a), stop.get());
+        Session* raw = sess.get();
+        sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
+      }
+    }
   }
+  gate.Stop();
   uint64_t one = 1;
   ssize_t w = ::write(stop.get(), &one, sizeof(one));
   (void)w;

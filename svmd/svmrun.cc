@@ -6,8 +6,8 @@
 // then SIGKILL) -> kDone (every node reaped, every output drained).
 // The exit status is the program's: the status a node reported with EXIT,
 // else the first failure (128+signal for a killed node), else 0.
-// Single-threaded event loop, plus an acceptor thread with one handshake
-// thread per control connection, and a stdin-forwarding thread.
+// Single-threaded event loop, plus the gate's thread (gate.h: strangers
+// prove the job key and say HELLO there) and a stdin-forwarding thread.
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -34,9 +34,11 @@
 
 #include "util/auth.h"
 #include "control/frame.h"
+#include "svmd/gate.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
+#include "svmd/preflight.h"
 #ifdef SVM_HAVE_VERBS
 #include "nic_ext/verbs/verbs_transport.h"
 #endif
@@ -116,8 +118,7 @@ class Job {
   Status StartRemote();
   Status StartLocal();
   std::vector<std::string> CommonEnv(bool local) const;
-  void AcceptLoop();
-  void Handshake(UniqueFd fd);
+  void Admit(Admitted a);  // on the gate's thread
   void StdinLoop(int local_fd, int host);
   void Loop();
   void OnPending();
@@ -129,6 +130,9 @@ class Job {
   void CheckTimers();
   void SignalAll(int sig);
   void Emit(uint32_t node, int stream, std::string_view line);
+  // A job of several runtime nodes: each node joins (HELLO) before its
+  // program runs, and node 0 runs main.
+  bool RuntimeJob() const { return preload_ != "none" && o_.nodes > 1; }
   bool AllDone() const;
   void Shutdown();
   // started_ns: steady_clock (CLOCK_MONOTONIC, as the nodes' records) when
@@ -153,11 +157,10 @@ class Job {
   std::vector<std::unique_ptr<Host>> hosts_;
   UniqueFd listen_fd_, signal_fd_, pending_fd_, stop_fd_;
   uint16_t control_port_ = 0;
-  std::thread acceptor_, stdin_thread_;
+  Gate gate_;
+  std::thread stdin_thread_;
   std::mutex mu_;
-  std::vector<std::thread> handshakers_;  // GUARDED_BY(mu_)
-  std::deque<Pending> pending_;           // GUARDED_BY(mu_)
-  std::atomic<bool> stopping_{false};
+  std::deque<Pending> pending_;  // GUARDED_BY(mu_)
 };
 
 std::string Node::where() const { return local ? "pid " + std::to_string(local->pid()) : "remote"; }
@@ -323,47 +326,19 @@ Status Job::StartLocal() {
   return Status::Ok();
 }
 
-void Job::AcceptLoop() {
-  for (;;) {
-    int c = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (stopping_) {
-      if (c >= 0) ::close(c);
-      return;
-    }
-    if (c < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        continue;
-      }
-      return;
-    }
-    std::lock_guard<std::mutex> l(mu_);
-    handshakers_.emplace_back([this, c] { Handshake(UniqueFd(c)); });
-  }
-}
-
-void Job::Handshake(UniqueFd fd) {
-  std::string peer = PeerString(fd.get());
-  int64_t deadline = NowMs() + kHandshakeMs;
-  Status s = Authenticate(fd.get(), key_, AuthRole::kServer, deadline);
-  if (!s.ok()) {
-    spdlog::warn("refused control connection from {}: {}", peer, s.ToString());
-    return;
-  }
-  Frame f;
+void Job::Admit(Admitted a) {
+  const Frame& f = a.first;
   HelloMsg hello;
-  if (s = RecvFrame(fd.get(), deadline, &f); s.ok()) {
-    if (f.epoch != epoch_) s = Status::Malformed("wrong job epoch");
-    else if (f.type != MsgType::kHello) s = Status::Malformed(std::string("expected HELLO, got ") + ToString(f.type));
-    else s = Decode(f.body, &hello);
-  }
+  Status s;
+  if (f.epoch != epoch_) s = Status::Malformed("wrong job epoch");
+  else if (f.type != MsgType::kHello) s = Status::Malformed(std::string("expected HELLO, got ") + ToString(f.type));
+  else s = Decode(f.body, &hello);
   if (!s.ok()) {
-    spdlog::warn("dropped control connection from {}: {}", peer, s.ToString());
+    spdlog::warn("dropped control connection from {}: {}", a.peer, s.ToString());
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
-  pending_.push_back(Pending{std::move(fd), std::move(hello)});
+  pending_.push_back(Pending{std::move(a.fd), std::move(hello)});
   uint64_t one = 1;
   ssize_t w = ::write(pending_fd_.get(), &one, sizeof(one));
   (void)w;
@@ -431,11 +406,26 @@ void Job::Teardown(int status, const std::string& why, bool graceful) {
 void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) {
   if (n.exited) return;
   n.exited = true;
+  n.control_lost_at = 0;
   spdlog::debug("node {}: {} {}", n.id, ToString(kind), value);
   if (phase_ != JobPhase::kRunning) return;  // a victim of the teardown
   bool others = false;
   for (const Node& m : nodes_) others |= !m.exited;
   std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
+  const std::string who = "node " + std::to_string(n.id) + host;
+  if (RuntimeJob() && kind == ExitKind::kExited && !n.helloed) {
+    // Its runtime said why (kStartupFailedStatus), or never ran: the
+    // program ran alone, without svm.
+    Teardown(kStartupFailedStatus,
+             value == kStartupFailedStatus
+                 ? who + ": the svm runtime failed to start (see above); ending the job"
+                 : who + " ended (status " + std::to_string(value) +
+                       ") without joining the job: the svm runtime did not run in it (LD_PRELOAD "
+                       "not honoured: a statically linked or setuid program, or a wrapper that "
+                       "clears the environment?)",
+             false);
+    return;
+  }
   switch (kind) {
     case ExitKind::kStartFailed:
       Teardown(127, "node " + std::to_string(n.id) + host + ": " + msg, false);
@@ -449,12 +439,22 @@ void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) 
       return;
     case ExitKind::kExited:
       // Graceful: the others get TERMINATE and a grace period to finish.
-      if (value != 0)
+      if (value != 0) {
         Teardown(value,
                  others ? "node " + std::to_string(n.id) + host + " exited with status " +
                               std::to_string(value) + "; ending the job"
                         : "",
                  true);
+      } else if (RuntimeJob() && others) {
+        // Without exit() (_exit, a wrapper's own exit...): the program is
+        // over on node 0, a node is missing anywhere else.
+        if (n.id == 0) {
+          spdlog::info("node 0 ended without exit() (status 0); ending the job");
+          Teardown(0, "", true);
+        } else {
+          Teardown(kLostStatus, who + " ended (status 0) while the job ran; ending the job", false);
+        }
+      }
       return;
   }
 }
@@ -686,7 +686,7 @@ void Job::Loop() {
     for (int64_t t : {timeout_at_, term_at_, kill_at_})
       if (t) next = std::min(next, t);
     for (const Node& n : nodes_)
-      if (n.control_lost_at) next = std::min(next, n.control_lost_at);
+      if (n.control_lost_at && !n.exited) next = std::min(next, n.control_lost_at);
     int rc = ::poll(fds.data(), fds.size(), int(std::max<int64_t>(0, next - now)));
     if (rc < 0 && errno != EINTR) {
       spdlog::error("poll: {}", strerror(errno));
@@ -700,18 +700,11 @@ void Job::Loop() {
 
 void Job::Shutdown() {
   phase_ = JobPhase::kDone;
-  stopping_ = true;
   uint64_t one = 1;
   ssize_t w = ::write(stop_fd_.get(), &one, sizeof(one));
   (void)w;
-  if (listen_fd_.valid()) ::shutdown(listen_fd_.get(), SHUT_RDWR);
-  if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> hs;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    hs.swap(handshakers_);
-  }
-  for (auto& t : hs) t.join();
+  gate_.Stop();
+  listen_fd_.reset();
   if (stdin_thread_.joinable()) stdin_thread_.join();
   for (Node& n : nodes_) n.control.reset();
   for (auto& h : hosts_) {
@@ -770,6 +763,7 @@ int Job::Run() {
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     Shutdown();
+    if (s.message().find("statically linked") != std::string::npos) return kCannotRunStatus;
     return s.code() == Status::Code::kInvalidArgument && s.message().find("cannot execute") != std::string::npos
                ? 127
                : 1;
@@ -777,7 +771,15 @@ int Job::Run() {
   phase_ = JobPhase::kRunning;
   spdlog::debug("job epoch {} phase {}: {} nodes, control port {}", epoch_, ToString(phase_), o_.nodes,
                 control_port_);
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  GateOptions gate;
+  gate.key = key_;
+  gate.what = "control connection";
+  gate.deadline_ms = kHandshakeMs;
+  gate.max_first_body = 64 * 1024;  // a HELLO: a node id and an address
+  if (s = gate_.Start(std::move(listen_fd_), gate, [this](Admitted a) { Admit(std::move(a)); }); !s.ok()) {
+    spdlog::error("{}", s.message());
+    Teardown(kStartupFailedStatus, "", false);
+  }
   // stdin goes to node 0, wherever it runs.
   Node& n0 = nodes_[0];
   if (n0.local && n0.local->stdin_fd() >= 0) {
@@ -869,6 +871,10 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", t.message());
     return 2;
   }
+  if (Status t = CheckLimits(o, preload != "none"); !t.ok()) {
+    spdlog::error("{}", t.message());
+    return 2;
+  }
   Key admin{};
   if (!o.hosts.empty()) {
     if (o.key_file.empty()) {
@@ -892,6 +898,12 @@ int Main(int argc, char** argv) {
     if (!s.ok()) {
       spdlog::error("{}", s.message());
       return 127;
+    }
+    if (preload != "none") {
+      if (s = CheckDynamic(program); !s.ok()) {
+        std::fprintf(stderr, "svm: %s\n", s.message().c_str());
+        return kCannotRunStatus;
+      }
     }
   }
   Job job(std::move(o), preload, program, admin);
