@@ -12,6 +12,8 @@ const char* ToString(MsgType t) {
     case MsgType::kPeers: return "PEERS";
     case MsgType::kExit: return "EXIT";
     case MsgType::kTerminate: return "TERMINATE";
+    case MsgType::kPing: return "PING";
+    case MsgType::kPong: return "PONG";
     case MsgType::kJob: return "JOB";
     case MsgType::kJobStarted: return "JOB_STARTED";
     case MsgType::kJobError: return "JOB_ERROR";
@@ -25,7 +27,7 @@ const char* ToString(MsgType t) {
   return "?";
 }
 
-bool IsValid(uint16_t t) { return (t >= 1 && t <= 4) || (t >= 16 && t <= 24); }
+bool IsValid(uint16_t t) { return (t >= 1 && t <= 6) || (t >= 16 && t <= 24); }
 
 const char* ToString(ExitKind k) {
   switch (k) {

@@ -12,6 +12,7 @@
 // (SVM_KEY_FILE), forwards their output line by line and their exit
 // statuses, feeds STDIN to node 0, obeys KILL, and kills every node of the
 // job if svmrun goes away. SIGINT/SIGTERM end all sessions and svmd.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -40,6 +41,8 @@
 #include "util/auth.h"
 #include "control/frame.h"
 #include "svmd/gate.h"
+#include "svmd/job_dir.h"
+#include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
@@ -98,7 +101,7 @@ class Session {
   SessionState state_ = SessionState::kAwaitingJob;
   std::atomic<bool> done_{false};
   uint32_t epoch_ = 0;
-  std::string dir_, key_path_;
+  std::string dir_;  // --stats only: the nodes' reports (job_dir.h)
   bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
@@ -107,6 +110,7 @@ class Session {
   bool stdin_eof_ = false;
   bool conn_ok_ = true;
   int64_t kill_at_ = 0;
+  int64_t liveness_ms_ = 0, last_heard_ = 0;  // liveness.h: svmrun pings
   FrameReader in_;
 };
 
@@ -156,12 +160,14 @@ Status Session::StartJob(const Frame& f, const Key& session) {
   if (runtime) {
     if (s = CheckDynamic(program); !s.ok()) return s;
   }
-  char tmpl[] = "/tmp/svmd-job-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return Status::Errno("mkdtemp", errno);
-  dir_ = tmpl;
-  key_path_ = dir_ + "/key";
-  if (s = WriteKeyFile(key_path_, job_key); !s.ok()) return s;
 
+  for (const std::string& e : req.env) {
+    if (!e.starts_with("SVM_LIVENESS_TIMEOUT=")) continue;
+    char* end = nullptr;
+    const double secs = std::strtod(e.c_str() + 21, &end);
+    if (*end == '\0' && secs >= 0 && secs <= 1e7) liveness_ms_ = LivenessMs(secs);
+  }
+  last_heard_ = NowMs();
   std::string ids;
   for (uint32_t id : req.node_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
   spdlog::info("session {} from {}: job epoch {}, nodes [{}] of {}, program {}", id_, peer_, epoch_, ids,
@@ -173,12 +179,14 @@ Status Session::StartJob(const Frame& f, const Key& session) {
   std::vector<std::string> base = CleanEnvironment();
   for (const auto& e : req.env)
     if (e.find('=') != std::string::npos) base.push_back(e);
-  base.push_back("SVM_KEY_FILE=" + key_path_);
   // --stats: the nodes write their reports here; each goes back to svmrun
   // when its node ends (NODE_STATS before NODE_EXIT).
   stats_ = std::any_of(req.env.begin(), req.env.end(),
                        [](const std::string& e) { return e.starts_with("SVM_STATS="); });
-  if (stats_) base.push_back("SVM_STATS_DIR=" + dir_);
+  if (stats_) {
+    if (s = MakeJobDir("svmd-job", &dir_); !s.ok()) return s;
+    base.push_back("SVM_STATS_DIR=" + dir_);
+  }
   base.push_back("SVM_CONTROL=" + req.control);
   std::vector<cpu_set_t> shares;
   if (std::find(req.env.begin(), req.env.end(), "SVM_PIN=node") != req.env.end()) {
@@ -196,6 +204,15 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(id));
     spec.cwd = cwd;
     spec.stdin_pipe = id == 0;
+    // The job key reaches the node through a pipe, as svmrun's own nodes
+    // get it: no file to leave behind if svmd is killed.
+    int kp[2];
+    if (pipe2(kp, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
+    UniqueFd key_r(kp[0]), key_w(kp[1]);
+    if (s = WriteAll(key_w.get(), job_key.data(), job_key.size()); !s.ok()) return s;
+    key_w.reset();
+    spec.env.push_back("SVM_KEY_FD=" + std::to_string(key_r.get()));
+    spec.inherit_fd = key_r.get();
     auto node = std::make_unique<LocalNode>(id, sink);
     if (s = node->Start(spec); !s.ok()) return Status::InvalidArgument("node " + std::to_string(id) + ": " + s.message());
     spdlog::info("session {}: node {} is pid {}", id_, id, node->pid());
@@ -226,6 +243,7 @@ void Session::OnConn() {
     ssize_t r = ::recv(conn_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (r > 0) {
       in_.Append(buf, size_t(r));
+      last_heard_ = NowMs();
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -241,7 +259,9 @@ void Session::OnConn() {
       err = Status::Malformed("wrong epoch");
       break;
     }
-    if (f.type == MsgType::kStdin) {
+    if (f.type == MsgType::kPing) {
+      Send(MsgType::kPong, "");
+    } else if (f.type == MsgType::kStdin) {
       stdin_buf_ += f.body;
     } else if (f.type == MsgType::kStdinEof) {
       stdin_eof_ = true;
@@ -307,7 +327,14 @@ void Session::Loop() {
       }
     }
     int64_t now = NowMs();
-    int timeout = kill_at_ ? int(std::max<int64_t>(0, kill_at_ - now)) : 1000;
+    if (conn_ok_ && liveness_ms_ && now - last_heard_ >= liveness_ms_) {
+      conn_ok_ = false;
+      BeginTeardown("no word from svmrun for " + std::to_string(liveness_ms_) + " ms (stopped or cut off?)");
+    }
+    int64_t wake = now + 1000;
+    if (kill_at_) wake = std::min(wake, kill_at_);
+    if (conn_ok_ && liveness_ms_) wake = std::min(wake, last_heard_ + liveness_ms_);
+    int timeout = int(std::max<int64_t>(0, wake - now));
     int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) return;
     for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
@@ -355,12 +382,10 @@ void Session::SendStats(uint32_t node) {
 void Session::Cleanup() {
   nodes_.clear();  // SIGKILLs and reaps whatever still runs
   node0_ = nullptr;
-  if (!key_path_.empty()) ::unlink(key_path_.c_str());
   if (!dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);  // reports of nodes that never ended
   }
-  key_path_.clear();
   dir_.clear();
 }
 

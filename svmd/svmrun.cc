@@ -35,6 +35,8 @@
 #include "util/auth.h"
 #include "control/frame.h"
 #include "svmd/gate.h"
+#include "svmd/job_dir.h"
+#include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
@@ -83,6 +85,7 @@ struct Node {
   std::string nic;
   bool exited = false;
   int64_t control_lost_at = 0;  // 0: not lost
+  int64_t last_heard = 0;       // NowMs of its last control bytes (liveness.h)
   std::string where() const;
 };
 
@@ -93,6 +96,7 @@ struct Host {
   FrameReader in;
   std::mutex send_mu;  // main thread and stdin thread both send
   HostState state = HostState::kConnecting;
+  int64_t last_heard = 0;  // NowMs of its last bytes (liveness.h)
   std::vector<uint32_t> nodes;
   Status Send(MsgType t, uint32_t epoch, std::string_view body) {
     std::lock_guard<std::mutex> l(send_mu);
@@ -128,6 +132,10 @@ class Job {
   void NodeExited(Node& n, ExitKind kind, int value, const std::string& msg);
   void Teardown(int status, const std::string& why, bool graceful);
   void CheckTimers();
+  // Pings what has not spoken lately and ends the job on a silence
+  // (liveness.h); the time it next needs to run.
+  int64_t CheckLiveness(int64_t now);
+  void CloseHost(Host& h);
   void SignalAll(int sig);
   void Emit(uint32_t node, int stream, std::string_view line);
   // A job of several runtime nodes: each node joins (HELLO) before its
@@ -153,6 +161,8 @@ class Job {
   bool have_status_ = false;
   bool peers_sent_ = false;
   int64_t timeout_at_ = 0, term_at_ = 0, kill_at_ = 0;
+  int64_t liveness_ms_ = 0, ping_at_ = 0, next_liveness_ = 0;
+  int64_t give_up_at_ = 0;  // hosts that never confirmed their nodes' end are let go
   std::vector<Node> nodes_;
   std::vector<std::unique_ptr<Host>> hosts_;
   UniqueFd listen_fd_, signal_fd_, pending_fd_, stop_fd_;
@@ -188,6 +198,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_NET_LATENCY=" + std::to_string(o_.net_latency_ns) + "ns",
       "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
+      LivenessEnv(o_.liveness_timeout_s),
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
@@ -210,10 +221,7 @@ Status Job::Setup() {
   if (!o_.stats.empty() && o_.stats[0] != '/') o_.stats = cwd_ + "/" + o_.stats;
   if (!o_.stats.empty()) {
     // Each local node writes node-<id>.json here at the end of the job.
-    const char* tmp = getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/svm-stats-XXXXXX";
-    if (!mkdtemp(templ.data())) return Status::Errno("mkdtemp " + templ, errno);
-    stats_dir_ = templ;
+    if (s = MakeJobDir("svm-stats", &stats_dir_); !s.ok()) return s;
   }
 
   sigset_t set;
@@ -250,6 +258,7 @@ Status Job::Setup() {
     nodes_[i].host = int(h);
     hosts_[h]->nodes.push_back(i);
   }
+  liveness_ms_ = LivenessMs(o_.liveness_timeout_s);
   if (!o_.timeout_s) return Status::Ok();
   timeout_at_ = NowMs() + int64_t(std::ceil(o_.timeout_s * 1000));
   return Status::Ok();
@@ -285,6 +294,7 @@ Status Job::StartRemote() {
     }
     if (f.type != MsgType::kJobStarted) return Status::Malformed(who + ": unexpected " + ToString(f.type));
     h.state = HostState::kStarted;
+    h.last_heard = NowMs();
     SetNonblocking(h.fd.get(), false);
     spdlog::info("{}: {} nodes {}..{}", who, ToString(h.state), h.nodes.front(), h.nodes.back());
   }
@@ -479,6 +489,7 @@ void Job::OnPending() {
     n.control = std::move(p.fd);
     SetNonblocking(n.control.get(), true);
     n.helloed = true;
+    n.last_heard = NowMs();
     n.nic = p.hello.nic_address;
     spdlog::debug("node {}: HELLO, NIC address {}", id, n.nic);
     if (phase_ != JobPhase::kRunning) SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
@@ -502,6 +513,7 @@ void Job::OnControl(Node& n) {
     ssize_t r = ::recv(n.control.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (r > 0) {
       n.control_in.Append(buf, size_t(r));
+      n.last_heard = NowMs();
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -518,6 +530,7 @@ void Job::OnControl(Node& n) {
       err = Status::Malformed("wrong epoch");
       break;
     }
+    if (f.type == MsgType::kPong) continue;
     if (f.type == MsgType::kExit) {
       int32_t st = 0;
       if (err = DecodeI32(f.body, f.type, &st); !err.ok()) break;
@@ -549,6 +562,7 @@ void Job::OnHost(size_t hi) {
     ssize_t r = ::recv(h.fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (r > 0) {
       h.in.Append(buf, size_t(r));
+      h.last_heard = NowMs();
       if (r < ssize_t(sizeof(buf))) break;
       continue;
     }
@@ -560,6 +574,7 @@ void Job::OnHost(size_t hi) {
   Frame f;
   Status err;
   while (h.in.Next(&f, &err)) {
+    if (f.type == MsgType::kPong) continue;
     if (f.type == MsgType::kOutput) {
       OutputMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
@@ -586,21 +601,64 @@ void Job::OnHost(size_t hi) {
     }
   }
   if (!err.ok() || closed) {
-    {
-      std::lock_guard<std::mutex> l(h.send_mu);
-      h.state = HostState::kClosed;
-      h.fd.reset();
-    }
     bool lost = false;
-    for (uint32_t id : h.nodes)
-      if (!nodes_[id].exited) {
-        lost = true;
-        nodes_[id].exited = true;
-      }
+    for (uint32_t id : h.nodes) lost |= !nodes_[id].exited;
+    CloseHost(h);
     if (lost && phase_ == JobPhase::kRunning)
       Teardown(kLostStatus, "lost connection to svmd at " + h.spec + (err.ok() ? "" : ": " + err.ToString()),
                false);
   }
+}
+
+void Job::CloseHost(Host& h) {
+  {
+    std::lock_guard<std::mutex> l(h.send_mu);
+    h.state = HostState::kClosed;
+    h.fd.reset();
+  }
+  for (uint32_t id : h.nodes) nodes_[id].exited = true;
+}
+
+int64_t Job::CheckLiveness(int64_t now) {
+  if (!liveness_ms_ || phase_ != JobPhase::kRunning) return 0;
+  if (now >= ping_at_) {
+    for (Node& n : nodes_)
+      if (n.helloed && n.control.valid() && !n.exited) SendFrame(n.control.get(), MsgType::kPing, epoch_, "");
+    for (auto& h : hosts_)
+      if (h->state == HostState::kStarted) h->Send(MsgType::kPing, epoch_, "");
+    ping_at_ = now + std::max<int64_t>(1, liveness_ms_ / kPingDivisor);
+  }
+  int64_t next = ping_at_;
+  char secs[32];
+  snprintf(secs, sizeof(secs), "%g", double(liveness_ms_) / 1000);
+  for (auto& hp : hosts_) {
+    Host& h = *hp;
+    if (h.state != HostState::kStarted) continue;
+    if (now - h.last_heard >= liveness_ms_) {
+      CloseHost(h);  // nothing more is expected from it
+      Teardown(kLostStatus,
+               "svmd at " + h.spec + ": no answer for " + std::string(secs) +
+                   " s (stopped, cut off, or stuck; --liveness-timeout); ending the job",
+               false);
+      return 0;
+    }
+    next = std::min(next, h.last_heard + liveness_ms_);
+  }
+  for (Node& n : nodes_) {
+    if (!n.helloed || !n.control.valid() || n.exited) continue;
+    if (now - n.last_heard >= liveness_ms_) {
+      const std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
+      const std::string why = n.local ? DescribeSilence(n.local->pid()) : "not answering (stopped, cut off, or stuck)";
+      if (n.local) n.local->Signal(SIGKILL);  // it cannot take a TERMINATE or a SIGTERM now
+      Teardown(kLostStatus,
+               "node " + std::to_string(n.id) + " (" + n.where() + host + "): no answer for " + std::string(secs) + " s: " +
+                   why + " (--liveness-timeout); ending the job",
+               false);
+      return 0;
+    }
+    next = std::min(next, n.last_heard + liveness_ms_);
+  }
+  return next;
 }
 
 void Job::OnSignal() {
@@ -624,6 +682,7 @@ void Job::CheckTimers() {
     snprintf(t, sizeof(t), "%g", o_.timeout_s);
     Teardown(124, std::string("job timed out after ") + t + " s (--timeout); ending it", false);
   }
+  next_liveness_ = CheckLiveness(now);
   if (phase_ == JobPhase::kRunning) {
     for (Node& n : nodes_) {
       if (n.control_lost_at && !n.exited && now >= n.control_lost_at) {
@@ -641,6 +700,15 @@ void Job::CheckTimers() {
       kill_at_ = 0;
       spdlog::info("grace period over: SIGKILL");
       SignalAll(SIGKILL);
+      give_up_at_ = now + kGraceMs;
+    }
+    if (give_up_at_ && now >= give_up_at_) {
+      give_up_at_ = 0;
+      for (auto& h : hosts_) {
+        if (h->state != HostState::kStarted) continue;
+        spdlog::error("svmd at {} did not confirm the end of its nodes; giving up on it", h->spec);
+        CloseHost(*h);
+      }
     }
   }
 }
@@ -683,7 +751,7 @@ void Job::Loop() {
       if (hosts_[i]->state == HostState::kStarted) add(hosts_[i]->fd.get(), [this, i](short) { OnHost(i); });
 
     int64_t now = NowMs(), next = now + 1000;
-    for (int64_t t : {timeout_at_, term_at_, kill_at_})
+    for (int64_t t : {timeout_at_, term_at_, kill_at_, next_liveness_, give_up_at_})
       if (t) next = std::min(next, t);
     for (const Node& n : nodes_)
       if (n.control_lost_at && !n.exited) next = std::min(next, n.control_lost_at);
