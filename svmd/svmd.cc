@@ -433,9 +433,6 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", s.message());
     return 1;
   }
-  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
-  std::fflush(stdout);
-  spdlog::info("listening on {}:{}", host, bound);
 
   struct Running {
     std::unique_ptr<Session> session;
@@ -461,6 +458,9 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", s.message());
     return 1;
   }
+  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
+  std::fflush(stdout);
+  spdlog::info("listening on {}:{}", host, bound);
   int next_id = 1;
   for (;;) {
     pollfd p[2] = {{admitted_fd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
