@@ -87,18 +87,20 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
   if (s = SendFrame(fd.get(), MsgType::kHello, cfg.epoch, Encode(hello)); !s.ok()) return s;
   int64_t deadline = cfg.rendezvous_timeout_ms > 0 ? NowMs() + cfg.rendezvous_timeout_ms : kNoDeadline;
   Frame f;
+  bool pinged = false;
   for (;;) {
-    const int64_t silence = cfg.liveness_ms > 0 ? NowMs() + cfg.liveness_ms : kNoDeadline;
+    const int64_t silence =
+        cfg.liveness_ms > 0 ? NowMs() + cfg.liveness_ms + (pinged ? 0 : kFirstPingGraceMs) : kNoDeadline;
     if (s = RecvFrame(fd.get(), std::min(deadline, silence), &f); !s.ok()) {
       if (s.code() == Status::Code::kTimeout && silence < deadline)
-        return Status::Timeout("no word from svmrun for " + std::to_string(cfg.liveness_ms) +
-                               " ms during rendezvous (stopped or cut off?)");
+        return Status::Timeout("no word from svmrun during rendezvous (stopped or cut off?)");
       return s;
     }
     if (f.epoch != cfg.epoch) return Status::Malformed("control: frame from another job (epoch)");
     if (f.type == MsgType::kTerminate) return Status::Closed("svmrun ended the job during rendezvous");
     if (f.type == MsgType::kPing) {
       if (s = SendFrame(fd.get(), MsgType::kPong, cfg.epoch, ""); !s.ok()) return s;
+      pinged = true;
       continue;
     }
     if (f.type != MsgType::kPeers)

@@ -36,6 +36,9 @@ inline constexpr int kStartupFailedStatus = 125;
 // A node that lost svmrun (silent past the liveness timeout) leaves at once
 // with this status: nobody is left to report to, and its peers leave too.
 inline constexpr int kLostSvmrunStatus = 255;
+// svmrun pings only once every host of the job has started: until the first
+// PING the silence allowed is this much longer.
+inline constexpr int64_t kFirstPingGraceMs = 30000;
 
 struct ControlConfig {
   uint32_t node_id = 0;

@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -111,6 +112,7 @@ class Session {
   bool conn_ok_ = true;
   int64_t kill_at_ = 0;
   int64_t liveness_ms_ = 0, last_heard_ = 0;  // liveness.h: svmrun pings
+  bool pinged_ = false;  // until the first PING, kFirstPingGraceMs more
   FrameReader in_;
 };
 
@@ -260,6 +262,7 @@ void Session::OnConn() {
       break;
     }
     if (f.type == MsgType::kPing) {
+      pinged_ = true;
       Send(MsgType::kPong, "");
     } else if (f.type == MsgType::kStdin) {
       stdin_buf_ += f.body;
@@ -327,13 +330,14 @@ void Session::Loop() {
       }
     }
     int64_t now = NowMs();
-    if (conn_ok_ && liveness_ms_ && now - last_heard_ >= liveness_ms_) {
+    const int64_t allowed = liveness_ms_ + (pinged_ ? 0 : kFirstPingGraceMs);
+    if (conn_ok_ && liveness_ms_ && now - last_heard_ >= allowed) {
       conn_ok_ = false;
       BeginTeardown("no word from svmrun for " + std::to_string(liveness_ms_) + " ms (stopped or cut off?)");
     }
     int64_t wake = now + 1000;
     if (kill_at_) wake = std::min(wake, kill_at_);
-    if (conn_ok_ && liveness_ms_) wake = std::min(wake, last_heard_ + liveness_ms_);
+    if (conn_ok_ && liveness_ms_) wake = std::min(wake, last_heard_ + allowed);
     int timeout = int(std::max<int64_t>(0, wake - now));
     int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) return;
@@ -499,7 +503,11 @@ int Main(int argc, char** argv) {
         }
         auto sess = std::make_unique<Session>(next_id++, std::move(a), stop.get());
         Session* raw = sess.get();
-        sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
+        try {
+          sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
+        } catch (const std::system_error& e) {  // out of threads: this job fails, svmd goes on
+          spdlog::error("cannot start a session: {}", e.what());
+        }
       }
     }
   }
