@@ -396,6 +396,9 @@ Status TcpNicImpl::Connect(std::span<const std::string> addresses) {
     if (Status s = Dial(j, addresses[j], deadline); !s.ok()) return s;
   }
   if (Status s = AcceptPeers(deadline); !s.ok()) return s;
+  // Every peer is here: later diallers are strangers, refused by the kernel.
+  close(listen_fd_);
+  listen_fd_ = -1;
   for (Conn& c : conns_) {
     c.alive = true;
     if (c.fd >= 0) c.rx.resize(kRxInitialBytes);

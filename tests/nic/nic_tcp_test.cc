@@ -391,6 +391,8 @@ TEST(TcpSetupTest, SilentDiallersDoNotDelayTheRealPeer) {
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_LT(took, std::chrono::seconds(3));
   EXPECT_TRUE(log.Contains("too many connections in the handshake")) << log.All();
+  // After set-up the NIC port is closed: a later stranger is refused at once.
+  EXPECT_LT(Dial(nic->listen_address()), 0);
   // Whoever still waited was let go when set-up ended.
   for (int s : silent) {
     uint8_t b[64];
