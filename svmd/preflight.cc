@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -55,6 +56,12 @@ Linkage FileLinkage(const std::string& path, std::string* interpreter) {
 }  // namespace
 
 Status CheckDynamic(const std::string& path) {
+  // The loader runs a set-id program in secure mode, ignoring LD_PRELOAD.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && ((st.st_mode & S_ISUID && st.st_uid != ::geteuid()) ||
+                                         (st.st_mode & S_ISGID && st.st_gid != ::getegid())))
+    return Status::Unsupported(path + " is set-user-ID or set-group-ID: the dynamic loader ignores "
+                                      "LD_PRELOAD for it, so svm cannot run it");
   std::string interpreter;
   Linkage l = FileLinkage(path, &interpreter);
   std::string what = path;

@@ -22,8 +22,9 @@ inline constexpr int kCannotRunStatus = 126;
 // A runtime job (libsvm preloaded) needs a dynamically linked program: the
 // preload cannot enter a static one, and every node would run it alone.
 // Follows "#!" to the interpreter (one level, as the kernel does; "env"
-// stays the program then). Ok for programs it cannot read or that are not
-// ELF: exec will say what is wrong with them.
+// stays the program then). A set-user/group-ID program (for another user)
+// is refused too: the loader ignores LD_PRELOAD for it. Ok for programs it
+// cannot read or that are not ELF: exec will say what is wrong with them.
 Status CheckDynamic(const std::string& path);
 
 // Limits of the runtime (runtime: libsvm preloaded) that options.cc's ranges
