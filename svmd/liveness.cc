@@ -14,23 +14,24 @@ std::string LivenessEnv(double seconds) {
   return b;
 }
 
-std::string DescribeSilence(pid_t pid) {
+char ProcessState(pid_t pid) {
   char path[64], buf[512] = {};
   std::snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
-  if (FILE* f = std::fopen(path, "r")) {
-    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    const char* rp = n > 0 ? std::strrchr(buf, ')') : nullptr;
-    if (rp && rp[1] == ' ') {
-      switch (rp[2]) {
-        case 'T':
-        case 't': return "stopped (SIGSTOP, or a debugger)";
-        case 'D': return "stuck in the kernel (state D)";
-        default: break;
-      }
-    }
+  FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  const char* rp = n > 0 ? std::strrchr(buf, ')') : nullptr;
+  return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+std::string DescribeSilence(pid_t pid) {
+  switch (ProcessState(pid)) {
+    case 'T':
+    case 't': return "stopped (SIGSTOP, or a debugger)";
+    case 'D': return "stuck in the kernel (state D)";
+    default: return "not answering (cut off, or starved of CPU)";
   }
-  return "not answering (cut off, or starved of CPU)";
 }
 
 }  // namespace svm::svmd

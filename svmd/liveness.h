@@ -25,6 +25,13 @@ int64_t LivenessMs(double seconds);
 // "SVM_LIVENESS_TIMEOUT=<seconds>" for the nodes' and svmd's environment.
 std::string LivenessEnv(double seconds);
 
+// The state letter of a local process (/proc/PID/stat: R, S, D, T, t, Z...),
+// or 0 if it is gone.
+char ProcessState(pid_t pid);
+// Whether that state means it cannot answer: stopped, traced or stuck in the
+// kernel (uninterruptible sleep).
+inline bool Unresponsive(char state) { return state == 'T' || state == 't' || state == 'D'; }
+
 // Why a local process may be silent, from /proc: "stopped (SIGSTOP, or a
 // debugger)", "stuck in the kernel (state D)", or "not answering (cut off,
 // or starved of CPU)".

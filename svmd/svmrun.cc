@@ -86,6 +86,7 @@ struct Node {
   bool exited = false;
   int64_t control_lost_at = 0;  // 0: not lost
   int64_t last_heard = 0;       // NowMs of its last control bytes (liveness.h)
+  int64_t unresponsive_since = 0;  // before HELLO: since when /proc says it cannot answer
   std::string where() const;
 };
 
@@ -645,6 +646,23 @@ int64_t Job::CheckLiveness(int64_t now) {
     next = std::min(next, h.last_heard + liveness_ms_);
   }
   for (Node& n : nodes_) {
+    if (n.local && !n.helloed && !n.exited) {
+      // Not pingable yet: whether it could answer at all, from /proc.
+      if (!Unresponsive(ProcessState(n.local->pid()))) {
+        n.unresponsive_since = 0;
+      } else if (!n.unresponsive_since) {
+        n.unresponsive_since = now;
+      } else if (now - n.unresponsive_since >= liveness_ms_) {
+        const std::string why = DescribeSilence(n.local->pid());
+        n.local->Signal(SIGKILL);
+        Teardown(kLostStatus,
+                 "node " + std::to_string(n.id) + " (" + n.where() + ") before joining the job: " + why + " for " +
+                     std::string(secs) + " s (--liveness-timeout); ending the job",
+                 false);
+        return 0;
+      }
+      continue;
+    }
     if (!n.helloed || !n.control.valid() || n.exited) continue;
     if (now - n.last_heard >= liveness_ms_) {
       const std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
@@ -858,6 +876,9 @@ int Job::Run() {
   } else if (n0.host >= 0) {
     stdin_thread_ = std::thread([this, h = n0.host] { StdinLoop(-1, h); });
   }
+  // Liveness counts from here: the svmds have waited for the others' start.
+  for (auto& h : hosts_) h->last_heard = NowMs();
+  next_liveness_ = NowMs();
   const auto started = std::chrono::steady_clock::now();
   Loop();
   ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count(),

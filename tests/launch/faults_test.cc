@@ -125,8 +125,7 @@ constexpr bool kSanitized = false;
 
 TEST(Faults, StoppedNodeEndsTheJobNamingIt) {
   Child c(Svmrun({"-n", "3", "--liveness-timeout", "1"}, {FakeNode(), "--wait"}));
-  ASSERT_TRUE(c.WaitFor("n2 control")) << c.err;
-  ASSERT_TRUE(c.WaitFor("n1 control")) << c.err;
+  for (int k = 0; k < 3; ++k) ASSERT_TRUE(c.WaitFor("n" + std::to_string(k) + " control")) << c.err;
   std::vector<pid_t> pids = NodePids(c.out);
   ASSERT_EQ(pids.size(), 3u) << c.out;
   kill(NodePid(c.out, 1), SIGSTOP);
@@ -136,6 +135,22 @@ TEST(Faults, StoppedNodeEndsTheJobNamingIt) {
   EXPECT_NE(c.err.find("node 1 (pid " + std::to_string(NodePid(c.out, 1)) + ")"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("stopped"), std::string::npos) << c.err;
   EXPECT_TRUE(AllGone(pids, 10));
+}
+
+// Stopped before it joined (no PING reaches it yet): /proc tells svmrun.
+TEST(Faults, NodeStoppedBeforeJoiningEndsTheJob) {
+  Child c(Svmrun({"-n", "2", "--liveness-timeout", "1"}, {FakeNode(), "--wait", "--delay-rendezvous", "3000"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<pid_t> kids;
+  std::ifstream in("/proc/" + std::to_string(c.pid()) + "/task/" + std::to_string(c.pid()) + "/children");
+  for (pid_t p; in >> p;) kids.push_back(p);
+  ASSERT_EQ(kids.size(), 2u);
+  kill(kids[1], SIGSTOP);
+  auto start = Clock::now();
+  EXPECT_EQ(c.ExitCode(), 255) << c.err;
+  EXPECT_LT(SecondsSince(start), 8.0);
+  EXPECT_NE(c.err.find("before joining the job: stopped"), std::string::npos) << c.err;
+  EXPECT_TRUE(AllGone(kids, 10));
 }
 
 TEST(Faults, StoppedSvmrunMakesItsNodesLeave) {
@@ -293,6 +308,9 @@ TEST_F(SvmdFaults, KilledSvmdLeavesNothingForLong) {
   StartSvmd();  // the next job on this host
   Child d(Svmrun({"-n", "1", "--stats", stats, "--hosts", Hosts(), "--key-file", key_}, {FakeNode()}));
   EXPECT_EQ(d.ExitCode(), 0) << d.err;
+  // svmd removes the new job's own directory once svmrun has gone.
+  for (int i = 0; i < 100 && !DirEntries(tmp_).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(DirEntries(tmp_), std::vector<std::string>{}) << "left behind";
 }
 
