@@ -41,6 +41,13 @@ Status ControlConfig::FromEnv(ControlConfig* out) {
   const char* ctl = std::getenv("SVM_CONTROL");
   if (ctl == nullptr) return Status::InvalidArgument("SVM_CONTROL is not set (not started by svmrun?)");
   if (s = ParseHostPort(ctl, &c.control_host, &c.control_port); !s.ok()) return s;
+  if (const char* lt = std::getenv("SVM_LIVENESS_TIMEOUT"); lt != nullptr && *lt) {
+    char* end = nullptr;
+    const double secs = std::strtod(lt, &end);
+    if (end == lt || *end != '\0' || !(secs >= 0) || secs > 1e7)
+      return Status::InvalidArgument(std::string("SVM_LIVENESS_TIMEOUT='") + lt + "' is not a number of seconds");
+    c.liveness_ms = int64_t(secs * 1000);
+  }
   uint32_t key_fd = UINT32_MAX;
   if (s = EnvU32("SVM_KEY_FD", false, &key_fd); !s.ok()) return s;
   if (key_fd != UINT32_MAX) {
@@ -80,10 +87,22 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
   if (s = SendFrame(fd.get(), MsgType::kHello, cfg.epoch, Encode(hello)); !s.ok()) return s;
   int64_t deadline = cfg.rendezvous_timeout_ms > 0 ? NowMs() + cfg.rendezvous_timeout_ms : kNoDeadline;
   Frame f;
+  bool pinged = false;
   for (;;) {
-    if (s = RecvFrame(fd.get(), deadline, &f); !s.ok()) return s;
+    const int64_t silence =
+        cfg.liveness_ms > 0 ? NowMs() + cfg.liveness_ms + (pinged ? 0 : kFirstPingGraceMs) : kNoDeadline;
+    if (s = RecvFrame(fd.get(), std::min(deadline, silence), &f); !s.ok()) {
+      if (s.code() == Status::Code::kTimeout && silence < deadline)
+        return Status::Timeout("no word from svmrun during rendezvous (stopped or cut off?)");
+      return s;
+    }
     if (f.epoch != cfg.epoch) return Status::Malformed("control: frame from another job (epoch)");
     if (f.type == MsgType::kTerminate) return Status::Closed("svmrun ended the job during rendezvous");
+    if (f.type == MsgType::kPing) {
+      if (s = SendFrame(fd.get(), MsgType::kPong, cfg.epoch, ""); !s.ok()) return s;
+      pinged = true;
+      continue;
+    }
     if (f.type != MsgType::kPeers)
       return Status::Malformed(std::string("control: unexpected ") + ToString(f.type));
     break;
@@ -101,17 +120,36 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
   return Status::Ok();
 }
 
+Status ControlClient::Send(MsgType t, std::string_view body) {
+  std::lock_guard<std::mutex> l(send_mu_);
+  return SendFrame(fd_.get(), t, cfg_.epoch, body);
+}
+
 void ControlClient::ReaderLoop() {
   for (;;) {
     Frame f;
-    Status s = RecvFrame(fd_.get(), kNoDeadline, &f);
+    Status s = RecvFrame(fd_.get(), cfg_.liveness_ms > 0 ? NowMs() + cfg_.liveness_ms : kNoDeadline, &f);
+    if (!s.ok() && s.code() == Status::Code::kTimeout && !stopping_) {
+      std::string line = "svm: node " + std::to_string(cfg_.node_id) + ": no word from svmrun for " +
+                         std::to_string(cfg_.liveness_ms) + " ms (stopped or cut off?); leaving the job\n";
+      (void)!::write(2, line.data(), line.size());
+      ::_exit(kLostSvmrunStatus);
+    }
     if (!s.ok()) {
-      MarkTerminated(stopping_ ? "client closed" : "control connection lost: " + s.ToString());
+      MarkTerminated(stopping_ ? "client closed"
+                     : s.code() == Status::Code::kTimeout
+                         ? "no word from svmrun for " + std::to_string(cfg_.liveness_ms) +
+                               " ms (stopped or cut off?)"
+                         : "control connection lost: " + s.ToString());
       return;
     }
     if (f.type == MsgType::kTerminate) {
       MarkTerminated("TERMINATE from svmrun");
       return;
+    }
+    if (f.type == MsgType::kPing) {
+      (void)Send(MsgType::kPong, "");
+      continue;
     }
     // Anything else after PEERS is ignored (forward compatibility).
   }
@@ -150,7 +188,7 @@ void ControlClient::OnTerminate(std::function<void()> cb) {
 
 Status ControlClient::ReportExit(int status, int64_t wait_ms) {
   if (!fd_.valid()) return Status::InvalidArgument("ReportExit before Rendezvous");
-  Status s = SendFrame(fd_.get(), MsgType::kExit, cfg_.epoch, EncodeI32(status));
+  Status s = Send(MsgType::kExit, EncodeI32(status));
   if (!s.ok()) return s;
   std::unique_lock<std::mutex> l(mu_);
   if (!cv_.wait_for(l, std::chrono::milliseconds(wait_ms), [this] { return terminated_.load(); }))

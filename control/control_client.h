@@ -23,11 +23,22 @@
 #include <thread>
 #include <vector>
 
+#include "control/frame.h"
 #include "util/auth.h"
 #include "util/net.h"
 #include "util/status.h"
 
 namespace svm::svmd {
+
+// A node whose runtime could not start (or join the job) exits with this
+// status; svmrun ends the job with it (svmd/README.md, "Exit status").
+inline constexpr int kStartupFailedStatus = 125;
+// A node that lost svmrun (silent past the liveness timeout) leaves at once
+// with this status: nobody is left to report to, and its peers leave too.
+inline constexpr int kLostSvmrunStatus = 255;
+// svmrun pings only once every host of the job has started: until the first
+// PING the silence allowed is this much longer.
+inline constexpr int64_t kFirstPingGraceMs = 30000;
 
 struct ControlConfig {
   uint32_t node_id = 0;
@@ -38,8 +49,14 @@ struct ControlConfig {
   uint32_t epoch = 0;        // SVM_JOB_EPOCH
   int64_t connect_timeout_ms = 30000;
   int64_t rendezvous_timeout_ms = 0;  // 0: wait for PEERS until TERMINATE or a drop
+  // svmrun pings; silence this long (from the connection on, rendezvous
+  // included) means svmrun is stopped or cut off: after PEERS the process
+  // says so on stderr and _exits kLostSvmrunStatus (Rendezvous returns
+  // kTimeout). 0: never.
+  int64_t liveness_ms = 0;
 
-  // Reads SVM_NODE_ID, SVM_NODES, SVM_CONTROL, SVM_JOB_EPOCH and the key from
+  // Reads SVM_NODE_ID, SVM_NODES, SVM_CONTROL, SVM_JOB_EPOCH,
+  // SVM_LIVENESS_TIMEOUT (seconds, as svmrun's flag) and the key from
   // SVM_KEY_FD (an inherited descriptor; read and closed) or SVM_KEY_FILE (a
   // 0600 file). Call once per process: the key descriptor is consumed.
   static Status FromEnv(ControlConfig* out);
@@ -73,9 +90,11 @@ class ControlClient {
  private:
   void ReaderLoop();
   void MarkTerminated(const std::string& why);
+  Status Send(MsgType t, std::string_view body);
 
   ControlConfig cfg_;
   UniqueFd fd_;
+  std::mutex send_mu_;  // the reader (PONG) and ReportExit both send
   UniqueFd event_fd_;
   std::thread reader_;
   std::atomic<bool> terminated_{false};

@@ -12,6 +12,8 @@ const char* ToString(MsgType t) {
     case MsgType::kPeers: return "PEERS";
     case MsgType::kExit: return "EXIT";
     case MsgType::kTerminate: return "TERMINATE";
+    case MsgType::kPing: return "PING";
+    case MsgType::kPong: return "PONG";
     case MsgType::kJob: return "JOB";
     case MsgType::kJobStarted: return "JOB_STARTED";
     case MsgType::kJobError: return "JOB_ERROR";
@@ -25,7 +27,7 @@ const char* ToString(MsgType t) {
   return "?";
 }
 
-bool IsValid(uint16_t t) { return (t >= 1 && t <= 4) || (t >= 16 && t <= 24); }
+bool IsValid(uint16_t t) { return (t >= 1 && t <= 6) || (t >= 16 && t <= 24); }
 
 const char* ToString(ExitKind k) {
   switch (k) {
@@ -118,6 +120,13 @@ static Status ParseHeader(std::string_view h, MsgType* type, uint32_t* len, uint
   if (*len > kMaxBody) return Status::Malformed("frame body too long: " + std::to_string(*len));
   *type = MsgType(t);
   return Status::Ok();
+}
+
+Status FrameBodyLength(std::string_view header, uint32_t* len) {
+  if (header.size() < kFrameHeader) return Status::Malformed("short frame header");
+  MsgType type;
+  uint32_t epoch = 0;
+  return ParseHeader(header, &type, len, &epoch);
 }
 
 bool FrameReader::Next(Frame* f, Status* err) {

@@ -31,6 +31,11 @@ enum class MsgType : uint16_t {
   kPeers = 2,      // svmrun -> node: {list<str> nic addresses, index = node id}
   kExit = 3,       // node -> svmrun: {i32 status}: the program called exit()
   kTerminate = 4,  // svmrun -> node: {} the job is over; leave now
+  // Liveness, on both kinds of connection: svmrun asks, the node or svmd
+  // answers at once from its reader thread; either side that hears nothing
+  // for the job's liveness timeout ends the job (svmd/README.md).
+  kPing = 5,  // svmrun -> node / svmd: {}
+  kPong = 6,  // node / svmd -> svmrun: {}
   // svmrun <-> svmd
   kJob = 16,         // svmrun -> svmd: JobRequest
   kJobStarted = 17,  // svmd -> svmrun: {list<u32> pids}
@@ -99,6 +104,10 @@ class FrameReader {
  private:
   std::string buf_;
 };
+
+// The body length a frame header announces, once the header is checked
+// (magic, version, type, length <= kMaxBody). header: kFrameHeader bytes.
+Status FrameBodyLength(std::string_view header, uint32_t* len);
 
 Status SendFrame(int fd, MsgType type, uint32_t epoch, std::string_view body);
 // Blocking read of one frame (deadline as in net.h).

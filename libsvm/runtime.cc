@@ -86,7 +86,7 @@ void Runtime::StartOrDie() {
   if (!st.ok()) {
     std::string msg = fmt::format("svm: node start-up failed: {}\n", st.message());
     (void)!write(2, msg.data(), msg.size());
-    _exit(127);
+    _exit(svmd::kStartupFailedStatus);
   }
 }
 
@@ -231,7 +231,7 @@ Status Runtime::OpenGlobals() {
         "(kMaxGlobalsPages in libsvm/runtime.h)\n",
         size >> 20, (kMaxGlobalsPages * kMinPageSize) >> 30);
     (void)!write(2, msg.data(), msg.size());
-    _exit(127);
+    _exit(svmd::kStartupFailedStatus);
   }
   CopyDataPages(seg->region->proto(), save, size);
   munmap(save, size);
@@ -245,7 +245,7 @@ Status Runtime::OpenGlobals() {
   if (!st.ok()) {
     std::string msg = fmt::format("svm: sharing the program's globals failed: {}\n", st.message());
     (void)!write(2, msg.data(), msg.size());
-    _exit(127);
+    _exit(svmd::kStartupFailedStatus);
   }
   return Status::Ok();
 }

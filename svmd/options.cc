@@ -122,6 +122,10 @@ const OptionSpec kTable[] = {
      ADD(OPT(stats)->type_name("FILE"))},
     {"--timeout", "SVM_TIMEOUT", "0", "end the job after SECONDS (exit 124); 0 = never", false,
      ADD(OPT(timeout_s)->check(CLI::Range(0.0, 1e7))->type_name("SECONDS"))},
+    {"--liveness-timeout", "SVM_LIVENESS_TIMEOUT", "10",
+     "end the job when a node, svmd or svmrun has not answered for SECONDS (stopped, cut off, stuck); 0 = "
+     "never",
+     false, ADD(OPT(liveness_timeout_s)->check(CLI::Range(0.0, 1e6))->type_name("SECONDS"))},
     {"--tag-output", "SVM_TAG_OUTPUT", "", "prefix each output line with [nK]", true,
      ADD(app.add_flag(s.flags, o->tag_output, s.help))},
     {"--log-level", "SVM_LOG_LEVEL", "warn", "svmrun's and the nodes' log level", false,

@@ -77,6 +77,7 @@ struct Options {
   std::string home = "first-touch";
   std::string stats;  // JSON statistics file ("" = none)
   double timeout_s = 0;  // 0 = none
+  double liveness_timeout_s = 10;  // silence that ends the job; 0 = never
   bool tag_output = false;
   std::string log_level = "warn";
   std::vector<std::string> hosts;  // svmd addresses "host[:port]"; empty = local job

@@ -1,14 +1,18 @@
 // svmd: the per-host daemon. `svmd --listen ADDR:PORT --key-file FILE`.
 //
-// Each connection from svmrun is a Session on its own thread:
-//   kAuthenticating -> kAwaitingJob -> kRunning -> kTearingDown -> kClosed
-// It proves the admin key (auth.h; a wrong key is refused and logged),
-// receives one JOB (the nodes to start here, argv, env, the job key wrapped
+// Connections wait at the gate (gate.h: one thread for all of them, a
+// deadline each, a cap on how many wait) until they prove the admin key
+// (auth.h; a wrong key is refused and logged) and send their first frame.
+// Each admitted connection from svmrun is then a Session on its own thread
+// (at most kMaxSessions):
+//   kAwaitingJob -> kRunning -> kTearingDown -> kClosed
+// It receives one JOB (the nodes to start here, argv, env, the job key wrapped
 // with the connection's session secret), starts the nodes (local_node.h),
 // writes the job key to a 0600 file in a private 0700 directory for them
 // (SVM_KEY_FILE), forwards their output line by line and their exit
 // statuses, feeds STDIN to node 0, obeys KILL, and kills every node of the
 // job if svmrun goes away. SIGINT/SIGTERM end all sessions and svmd.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -25,6 +29,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <deque>
+#include <mutex>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -34,21 +41,24 @@
 
 #include "util/auth.h"
 #include "control/frame.h"
+#include "svmd/gate.h"
+#include "svmd/job_dir.h"
+#include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
+#include "svmd/preflight.h"
 
 namespace svm::svmd {
 namespace {
 
-constexpr int64_t kHandshakeMs = 10000;
-constexpr int64_t kJobWaitMs = 30000;
+constexpr int64_t kHandshakeMs = 10000;  // from accept to the JOB frame
 constexpr int64_t kGraceMs = 2000;
+constexpr size_t kMaxSessions = 64;
 
-enum class SessionState { kAuthenticating, kAwaitingJob, kRunning, kTearingDown, kClosed };
+enum class SessionState { kAwaitingJob, kRunning, kTearingDown, kClosed };
 const char* ToString(SessionState s) {
   switch (s) {
-    case SessionState::kAuthenticating: return "authenticating";
     case SessionState::kAwaitingJob: return "awaiting-job";
     case SessionState::kRunning: return "running";
     case SessionState::kTearingDown: return "tearing-down";
@@ -59,8 +69,13 @@ const char* ToString(SessionState s) {
 
 class Session {
  public:
-  Session(int id, UniqueFd conn, const Key& admin, int stop_fd)
-      : id_(id), conn_(std::move(conn)), admin_(admin), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {}
+  Session(int id, Admitted a, int stop_fd)
+      : id_(id),
+        conn_(std::move(a.fd)),
+        session_key_(a.session),
+        first_(std::move(a.first)),
+        stop_fd_(stop_fd),
+        peer_(std::move(a.peer)) {}
   ~Session() { Cleanup(); }
   void Run();
   bool done() const { return done_; }
@@ -80,13 +95,14 @@ class Session {
 
   int id_;
   UniqueFd conn_;
-  Key admin_;
+  Key session_key_;
+  Frame first_;
   int stop_fd_;
   std::string peer_;
-  SessionState state_ = SessionState::kAuthenticating;
+  SessionState state_ = SessionState::kAwaitingJob;
   std::atomic<bool> done_{false};
   uint32_t epoch_ = 0;
-  std::string dir_, key_path_;
+  std::string dir_;  // --stats only: the nodes' reports (job_dir.h)
   bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
@@ -95,6 +111,8 @@ class Session {
   bool stdin_eof_ = false;
   bool conn_ok_ = true;
   int64_t kill_at_ = 0;
+  int64_t liveness_ms_ = 0, last_heard_ = 0;  // liveness.h: svmrun pings
+  bool pinged_ = false;  // until the first PING, kFirstPingGraceMs more
   FrameReader in_;
 };
 
@@ -107,19 +125,10 @@ void Session::Send(MsgType t, std::string_view body) {
 }
 
 void Session::Run() {
-  Key session;
-  Status s = Authenticate(conn_.get(), admin_, AuthRole::kServer, NowMs() + kHandshakeMs, &session);
-  if (!s.ok()) {
-    spdlog::warn("session {}: refused connection from {}: {}", id_, peer_, s.ToString());
-    SetState(SessionState::kClosed);
-    done_ = true;
-    return;
-  }
-  SetState(SessionState::kAwaitingJob);
-  Frame f;
-  s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
-  if (s.ok() && f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
-  if (s.ok()) s = StartJob(f, session);
+  const Frame& f = first_;
+  Status s;
+  if (f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
+  if (s.ok()) s = StartJob(f, session_key_);
   if (!s.ok()) {
     spdlog::error("session {} from {}: {}", id_, peer_, s.ToString());
     Send(MsgType::kJobError, EncodeStrings({s.message()}));
@@ -148,12 +157,19 @@ Status Session::StartJob(const Frame& f, const Key& session) {
   if (s = ResolveProgram(req.argv[0], cwd.empty() ? std::filesystem::current_path().string() : cwd, &program);
       !s.ok())
     return s;
-  char tmpl[] = "/tmp/svmd-job-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return Status::Errno("mkdtemp", errno);
-  dir_ = tmpl;
-  key_path_ = dir_ + "/key";
-  if (s = WriteKeyFile(key_path_, job_key); !s.ok()) return s;
+  const bool runtime = std::any_of(req.env.begin(), req.env.end(),
+                                   [](const std::string& e) { return e.starts_with("LD_PRELOAD="); });
+  if (runtime) {
+    if (s = CheckDynamic(program); !s.ok()) return s;
+  }
 
+  for (const std::string& e : req.env) {
+    if (!e.starts_with("SVM_LIVENESS_TIMEOUT=")) continue;
+    char* end = nullptr;
+    const double secs = std::strtod(e.c_str() + 21, &end);
+    if (*end == '\0' && secs >= 0 && secs <= 1e7) liveness_ms_ = LivenessMs(secs);
+  }
+  last_heard_ = NowMs();
   std::string ids;
   for (uint32_t id : req.node_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
   spdlog::info("session {} from {}: job epoch {}, nodes [{}] of {}, program {}", id_, peer_, epoch_, ids,
@@ -165,12 +181,14 @@ Status Session::StartJob(const Frame& f, const Key& session) {
   std::vector<std::string> base = CleanEnvironment();
   for (const auto& e : req.env)
     if (e.find('=') != std::string::npos) base.push_back(e);
-  base.push_back("SVM_KEY_FILE=" + key_path_);
   // --stats: the nodes write their reports here; each goes back to svmrun
   // when its node ends (NODE_STATS before NODE_EXIT).
   stats_ = std::any_of(req.env.begin(), req.env.end(),
                        [](const std::string& e) { return e.starts_with("SVM_STATS="); });
-  if (stats_) base.push_back("SVM_STATS_DIR=" + dir_);
+  if (stats_) {
+    if (s = MakeJobDir("svmd-job", &dir_); !s.ok()) return s;
+    base.push_back("SVM_STATS_DIR=" + dir_);
+  }
   base.push_back("SVM_CONTROL=" + req.control);
   std::vector<cpu_set_t> shares;
   if (std::find(req.env.begin(), req.env.end(), "SVM_PIN=node") != req.env.end()) {
@@ -188,6 +206,15 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(id));
     spec.cwd = cwd;
     spec.stdin_pipe = id == 0;
+    // The job key reaches the node through a pipe, as svmrun's own nodes
+    // get it: no file to leave behind if svmd is killed.
+    int kp[2];
+    if (pipe2(kp, O_CLOEXEC) != 0) return Status::Errno("pipe", errno);
+    UniqueFd key_r(kp[0]), key_w(kp[1]);
+    if (s = WriteAll(key_w.get(), job_key.data(), job_key.size()); !s.ok()) return s;
+    key_w.reset();
+    spec.env.push_back("SVM_KEY_FD=" + std::to_string(key_r.get()));
+    spec.inherit_fd = key_r.get();
     auto node = std::make_unique<LocalNode>(id, sink);
     if (s = node->Start(spec); !s.ok()) return Status::InvalidArgument("node " + std::to_string(id) + ": " + s.message());
     spdlog::info("session {}: node {} is pid {}", id_, id, node->pid());
@@ -218,6 +245,7 @@ void Session::OnConn() {
     ssize_t r = ::recv(conn_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (r > 0) {
       in_.Append(buf, size_t(r));
+      last_heard_ = NowMs();
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -233,7 +261,10 @@ void Session::OnConn() {
       err = Status::Malformed("wrong epoch");
       break;
     }
-    if (f.type == MsgType::kStdin) {
+    if (f.type == MsgType::kPing) {
+      pinged_ = true;
+      Send(MsgType::kPong, "");
+    } else if (f.type == MsgType::kStdin) {
       stdin_buf_ += f.body;
     } else if (f.type == MsgType::kStdinEof) {
       stdin_eof_ = true;
@@ -299,7 +330,15 @@ void Session::Loop() {
       }
     }
     int64_t now = NowMs();
-    int timeout = kill_at_ ? int(std::max<int64_t>(0, kill_at_ - now)) : 1000;
+    const int64_t allowed = liveness_ms_ + (pinged_ ? 0 : kFirstPingGraceMs);
+    if (conn_ok_ && liveness_ms_ && now - last_heard_ >= allowed) {
+      conn_ok_ = false;
+      BeginTeardown("no word from svmrun for " + std::to_string(liveness_ms_) + " ms (stopped or cut off?)");
+    }
+    int64_t wake = now + 1000;
+    if (kill_at_) wake = std::min(wake, kill_at_);
+    if (conn_ok_ && liveness_ms_) wake = std::min(wake, last_heard_ + allowed);
+    int timeout = int(std::max<int64_t>(0, wake - now));
     int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) return;
     for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
@@ -347,12 +386,10 @@ void Session::SendStats(uint32_t node) {
 void Session::Cleanup() {
   nodes_.clear();  // SIGKILLs and reaps whatever still runs
   node0_ = nullptr;
-  if (!key_path_.empty()) ::unlink(key_path_.c_str());
   if (!dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);  // reports of nodes that never ended
   }
-  key_path_.clear();
   dir_.clear();
 }
 
@@ -400,18 +437,37 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", s.message());
     return 1;
   }
-  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
-  std::fflush(stdout);
-  spdlog::info("listening on {}:{}", host, bound);
 
   struct Running {
     std::unique_ptr<Session> session;
     std::thread thread;
   };
   std::list<Running> sessions;
+  std::mutex admitted_mu;
+  std::deque<Admitted> admitted;  // GUARDED_BY(admitted_mu)
+  UniqueFd admitted_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  Gate gate;
+  GateOptions go;
+  go.key = admin;
+  go.what = "connection";
+  go.deadline_ms = kHandshakeMs;
+  s = gate.Start(std::move(lfd), go, [&](Admitted a) {
+    std::lock_guard<std::mutex> l(admitted_mu);
+    admitted.push_back(std::move(a));
+    uint64_t one = 1;
+    ssize_t w = ::write(admitted_fd.get(), &one, sizeof(one));
+    (void)w;
+  });
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
+  std::fflush(stdout);
+  spdlog::info("listening on {}:{}", host, bound);
   int next_id = 1;
   for (;;) {
-    pollfd p[2] = {{lfd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
+    pollfd p[2] = {{admitted_fd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};
     int rc = ::poll(p, 2, 1000);
     if (rc < 0 && errno != EINTR) break;
     if (p[1].revents) {
@@ -421,14 +477,6 @@ int Main(int argc, char** argv) {
       spdlog::info("caught {}; stopping", SignalName(int(si.ssi_signo)));
       break;
     }
-    if (p[0].revents) {
-      int c = ::accept4(lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (c >= 0) {
-        auto sess = std::make_unique<Session>(next_id++, UniqueFd(c), admin, stop.get());
-        Session* raw = sess.get();
-        sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
-      }
-    }
     for (auto it = sessions.begin(); it != sessions.end();) {
       if (it->session->done()) {
         it->thread.join();
@@ -437,7 +485,33 @@ int Main(int argc, char** argv) {
         ++it;
       }
     }
+    if (p[0].revents) {
+      uint64_t v;
+      ssize_t r = ::read(admitted_fd.get(), &v, sizeof(v));
+      (void)r;
+      std::deque<Admitted> got;
+      {
+        std::lock_guard<std::mutex> l(admitted_mu);
+        got.swap(admitted);
+      }
+      for (Admitted& a : got) {
+        if (sessions.size() >= kMaxSessions) {
+          spdlog::warn("refused a job from {}: {} jobs running", a.peer, kMaxSessions);
+          (void)SendFrame(a.fd.get(), MsgType::kJobError, a.first.epoch,
+                          EncodeStrings({"svmd runs " + std::to_string(kMaxSessions) + " jobs already"}));
+          continue;
+        }
+        auto sess = std::make_unique<Session>(next_id++, std::move(a), stop.get());
+        Session* raw = sess.get();
+        try {
+          sessions.push_back(Running{std::move(sess), std::thread([raw] { raw->Run(); })});
+        } catch (const std::system_error& e) {  // out of threads: this job fails, svmd goes on
+          spdlog::error("cannot start a session: {}", e.what());
+        }
+      }
+    }
   }
+  gate.Stop();
   uint64_t one = 1;
   ssize_t w = ::write(stop.get(), &one, sizeof(one));
   (void)w;

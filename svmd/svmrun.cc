@@ -6,8 +6,8 @@
 // then SIGKILL) -> kDone (every node reaped, every output drained).
 // The exit status is the program's: the status a node reported with EXIT,
 // else the first failure (128+signal for a killed node), else 0.
-// Single-threaded event loop, plus an acceptor thread with one handshake
-// thread per control connection, and a stdin-forwarding thread.
+// Single-threaded event loop, plus the gate's thread (gate.h: strangers
+// prove the job key and say HELLO there) and a stdin-forwarding thread.
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -34,9 +34,13 @@
 
 #include "util/auth.h"
 #include "control/frame.h"
+#include "svmd/gate.h"
+#include "svmd/job_dir.h"
+#include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
+#include "svmd/preflight.h"
 #ifdef SVM_HAVE_VERBS
 #include "nic_ext/verbs/verbs_transport.h"
 #endif
@@ -81,6 +85,8 @@ struct Node {
   std::string nic;
   bool exited = false;
   int64_t control_lost_at = 0;  // 0: not lost
+  int64_t last_heard = 0;       // NowMs of its last control bytes (liveness.h)
+  int64_t unresponsive_since = 0;  // before HELLO: since when /proc says it cannot answer
   std::string where() const;
 };
 
@@ -91,6 +97,7 @@ struct Host {
   FrameReader in;
   std::mutex send_mu;  // main thread and stdin thread both send
   HostState state = HostState::kConnecting;
+  int64_t last_heard = 0;  // NowMs of its last bytes (liveness.h)
   std::vector<uint32_t> nodes;
   Status Send(MsgType t, uint32_t epoch, std::string_view body) {
     std::lock_guard<std::mutex> l(send_mu);
@@ -116,8 +123,7 @@ class Job {
   Status StartRemote();
   Status StartLocal();
   std::vector<std::string> CommonEnv(bool local) const;
-  void AcceptLoop();
-  void Handshake(UniqueFd fd);
+  void Admit(Admitted a);  // on the gate's thread
   void StdinLoop(int local_fd, int host);
   void Loop();
   void OnPending();
@@ -127,8 +133,15 @@ class Job {
   void NodeExited(Node& n, ExitKind kind, int value, const std::string& msg);
   void Teardown(int status, const std::string& why, bool graceful);
   void CheckTimers();
+  // Pings what has not spoken lately and ends the job on a silence
+  // (liveness.h); the time it next needs to run.
+  int64_t CheckLiveness(int64_t now);
+  void CloseHost(Host& h);
   void SignalAll(int sig);
   void Emit(uint32_t node, int stream, std::string_view line);
+  // A job of several runtime nodes: each node joins (HELLO) before its
+  // program runs, and node 0 runs main.
+  bool RuntimeJob() const { return preload_ != "none" && o_.nodes > 1; }
   bool AllDone() const;
   void Shutdown();
   // started_ns: steady_clock (CLOCK_MONOTONIC, as the nodes' records) when
@@ -149,15 +162,16 @@ class Job {
   bool have_status_ = false;
   bool peers_sent_ = false;
   int64_t timeout_at_ = 0, term_at_ = 0, kill_at_ = 0;
+  int64_t liveness_ms_ = 0, ping_at_ = 0, next_liveness_ = 0;
+  int64_t give_up_at_ = 0;  // hosts that never confirmed their nodes' end are let go
   std::vector<Node> nodes_;
   std::vector<std::unique_ptr<Host>> hosts_;
   UniqueFd listen_fd_, signal_fd_, pending_fd_, stop_fd_;
   uint16_t control_port_ = 0;
-  std::thread acceptor_, stdin_thread_;
+  Gate gate_;
+  std::thread stdin_thread_;
   std::mutex mu_;
-  std::vector<std::thread> handshakers_;  // GUARDED_BY(mu_)
-  std::deque<Pending> pending_;           // GUARDED_BY(mu_)
-  std::atomic<bool> stopping_{false};
+  std::deque<Pending> pending_;  // GUARDED_BY(mu_)
 };
 
 std::string Node::where() const { return local ? "pid " + std::to_string(local->pid()) : "remote"; }
@@ -185,6 +199,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_NET_LATENCY=" + std::to_string(o_.net_latency_ns) + "ns",
       "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
+      LivenessEnv(o_.liveness_timeout_s),
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
@@ -207,10 +222,7 @@ Status Job::Setup() {
   if (!o_.stats.empty() && o_.stats[0] != '/') o_.stats = cwd_ + "/" + o_.stats;
   if (!o_.stats.empty()) {
     // Each local node writes node-<id>.json here at the end of the job.
-    const char* tmp = getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/svm-stats-XXXXXX";
-    if (!mkdtemp(templ.data())) return Status::Errno("mkdtemp " + templ, errno);
-    stats_dir_ = templ;
+    if (s = MakeJobDir("svm-stats", &stats_dir_); !s.ok()) return s;
   }
 
   sigset_t set;
@@ -247,6 +259,7 @@ Status Job::Setup() {
     nodes_[i].host = int(h);
     hosts_[h]->nodes.push_back(i);
   }
+  liveness_ms_ = LivenessMs(o_.liveness_timeout_s);
   if (!o_.timeout_s) return Status::Ok();
   timeout_at_ = NowMs() + int64_t(std::ceil(o_.timeout_s * 1000));
   return Status::Ok();
@@ -282,6 +295,7 @@ Status Job::StartRemote() {
     }
     if (f.type != MsgType::kJobStarted) return Status::Malformed(who + ": unexpected " + ToString(f.type));
     h.state = HostState::kStarted;
+    h.last_heard = NowMs();
     SetNonblocking(h.fd.get(), false);
     spdlog::info("{}: {} nodes {}..{}", who, ToString(h.state), h.nodes.front(), h.nodes.back());
   }
@@ -323,47 +337,19 @@ Status Job::StartLocal() {
   return Status::Ok();
 }
 
-void Job::AcceptLoop() {
-  for (;;) {
-    int c = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (stopping_) {
-      if (c >= 0) ::close(c);
-      return;
-    }
-    if (c < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        continue;
-      }
-      return;
-    }
-    std::lock_guard<std::mutex> l(mu_);
-    handshakers_.emplace_back([this, c] { Handshake(UniqueFd(c)); });
-  }
-}
-
-void Job::Handshake(UniqueFd fd) {
-  std::string peer = PeerString(fd.get());
-  int64_t deadline = NowMs() + kHandshakeMs;
-  Status s = Authenticate(fd.get(), key_, AuthRole::kServer, deadline);
-  if (!s.ok()) {
-    spdlog::warn("refused control connection from {}: {}", peer, s.ToString());
-    return;
-  }
-  Frame f;
+void Job::Admit(Admitted a) {
+  const Frame& f = a.first;
   HelloMsg hello;
-  if (s = RecvFrame(fd.get(), deadline, &f); s.ok()) {
-    if (f.epoch != epoch_) s = Status::Malformed("wrong job epoch");
-    else if (f.type != MsgType::kHello) s = Status::Malformed(std::string("expected HELLO, got ") + ToString(f.type));
-    else s = Decode(f.body, &hello);
-  }
+  Status s;
+  if (f.epoch != epoch_) s = Status::Malformed("wrong job epoch");
+  else if (f.type != MsgType::kHello) s = Status::Malformed(std::string("expected HELLO, got ") + ToString(f.type));
+  else s = Decode(f.body, &hello);
   if (!s.ok()) {
-    spdlog::warn("dropped control connection from {}: {}", peer, s.ToString());
+    spdlog::warn("dropped control connection from {}: {}", a.peer, s.ToString());
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
-  pending_.push_back(Pending{std::move(fd), std::move(hello)});
+  pending_.push_back(Pending{std::move(a.fd), std::move(hello)});
   uint64_t one = 1;
   ssize_t w = ::write(pending_fd_.get(), &one, sizeof(one));
   (void)w;
@@ -431,11 +417,26 @@ void Job::Teardown(int status, const std::string& why, bool graceful) {
 void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) {
   if (n.exited) return;
   n.exited = true;
+  n.control_lost_at = 0;
   spdlog::debug("node {}: {} {}", n.id, ToString(kind), value);
   if (phase_ != JobPhase::kRunning) return;  // a victim of the teardown
   bool others = false;
   for (const Node& m : nodes_) others |= !m.exited;
   std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
+  const std::string who = "node " + std::to_string(n.id) + host;
+  if (RuntimeJob() && kind == ExitKind::kExited && !n.helloed) {
+    // Its runtime said why (kStartupFailedStatus), or never ran: the
+    // program ran alone, without svm.
+    Teardown(kStartupFailedStatus,
+             value == kStartupFailedStatus
+                 ? who + ": the svm runtime failed to start (see above); ending the job"
+                 : who + " ended (status " + std::to_string(value) +
+                       ") without joining the job: the svm runtime did not run in it (LD_PRELOAD "
+                       "not honoured: a statically linked or setuid program, or a wrapper that "
+                       "clears the environment?)",
+             false);
+    return;
+  }
   switch (kind) {
     case ExitKind::kStartFailed:
       Teardown(127, "node " + std::to_string(n.id) + host + ": " + msg, false);
@@ -449,12 +450,22 @@ void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) 
       return;
     case ExitKind::kExited:
       // Graceful: the others get TERMINATE and a grace period to finish.
-      if (value != 0)
+      if (value != 0) {
         Teardown(value,
                  others ? "node " + std::to_string(n.id) + host + " exited with status " +
                               std::to_string(value) + "; ending the job"
                         : "",
                  true);
+      } else if (RuntimeJob() && others) {
+        // Without exit() (_exit, a wrapper's own exit...): the program is
+        // over on node 0, a node is missing anywhere else.
+        if (n.id == 0) {
+          spdlog::info("node 0 ended without exit() (status 0); ending the job");
+          Teardown(0, "", true);
+        } else {
+          Teardown(kLostStatus, who + " ended (status 0) while the job ran; ending the job", false);
+        }
+      }
       return;
   }
 }
@@ -479,6 +490,7 @@ void Job::OnPending() {
     n.control = std::move(p.fd);
     SetNonblocking(n.control.get(), true);
     n.helloed = true;
+    n.last_heard = NowMs();
     n.nic = p.hello.nic_address;
     spdlog::debug("node {}: HELLO, NIC address {}", id, n.nic);
     if (phase_ != JobPhase::kRunning) SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
@@ -502,6 +514,7 @@ void Job::OnControl(Node& n) {
     ssize_t r = ::recv(n.control.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (r > 0) {
       n.control_in.Append(buf, size_t(r));
+      n.last_heard = NowMs();
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -518,6 +531,7 @@ void Job::OnControl(Node& n) {
       err = Status::Malformed("wrong epoch");
       break;
     }
+    if (f.type == MsgType::kPong) continue;
     if (f.type == MsgType::kExit) {
       int32_t st = 0;
       if (err = DecodeI32(f.body, f.type, &st); !err.ok()) break;
@@ -549,6 +563,7 @@ void Job::OnHost(size_t hi) {
     ssize_t r = ::recv(h.fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (r > 0) {
       h.in.Append(buf, size_t(r));
+      h.last_heard = NowMs();
       if (r < ssize_t(sizeof(buf))) break;
       continue;
     }
@@ -560,6 +575,7 @@ void Job::OnHost(size_t hi) {
   Frame f;
   Status err;
   while (h.in.Next(&f, &err)) {
+    if (f.type == MsgType::kPong) continue;
     if (f.type == MsgType::kOutput) {
       OutputMsg m;
       if (err = Decode(f.body, &m); !err.ok()) break;
@@ -586,21 +602,81 @@ void Job::OnHost(size_t hi) {
     }
   }
   if (!err.ok() || closed) {
-    {
-      std::lock_guard<std::mutex> l(h.send_mu);
-      h.state = HostState::kClosed;
-      h.fd.reset();
-    }
     bool lost = false;
-    for (uint32_t id : h.nodes)
-      if (!nodes_[id].exited) {
-        lost = true;
-        nodes_[id].exited = true;
-      }
+    for (uint32_t id : h.nodes) lost |= !nodes_[id].exited;
+    CloseHost(h);
     if (lost && phase_ == JobPhase::kRunning)
       Teardown(kLostStatus, "lost connection to svmd at " + h.spec + (err.ok() ? "" : ": " + err.ToString()),
                false);
   }
+}
+
+void Job::CloseHost(Host& h) {
+  {
+    std::lock_guard<std::mutex> l(h.send_mu);
+    h.state = HostState::kClosed;
+    h.fd.reset();
+  }
+  for (uint32_t id : h.nodes) nodes_[id].exited = true;
+}
+
+int64_t Job::CheckLiveness(int64_t now) {
+  if (!liveness_ms_ || phase_ != JobPhase::kRunning) return 0;
+  if (now >= ping_at_) {
+    for (Node& n : nodes_)
+      if (n.helloed && n.control.valid() && !n.exited) SendFrame(n.control.get(), MsgType::kPing, epoch_, "");
+    for (auto& h : hosts_)
+      if (h->state == HostState::kStarted) h->Send(MsgType::kPing, epoch_, "");
+    ping_at_ = now + std::max<int64_t>(1, liveness_ms_ / kPingDivisor);
+  }
+  int64_t next = ping_at_;
+  char secs[32];
+  snprintf(secs, sizeof(secs), "%g", double(liveness_ms_) / 1000);
+  for (auto& hp : hosts_) {
+    Host& h = *hp;
+    if (h.state != HostState::kStarted) continue;
+    if (now - h.last_heard >= liveness_ms_) {
+      CloseHost(h);  // nothing more is expected from it
+      Teardown(kLostStatus,
+               "svmd at " + h.spec + ": no answer for " + std::string(secs) +
+                   " s (stopped, cut off, or stuck; --liveness-timeout); ending the job",
+               false);
+      return 0;
+    }
+    next = std::min(next, h.last_heard + liveness_ms_);
+  }
+  for (Node& n : nodes_) {
+    if (n.local && !n.helloed && !n.exited) {
+      // Not pingable yet: whether it could answer at all, from /proc.
+      if (!Unresponsive(ProcessState(n.local->pid()))) {
+        n.unresponsive_since = 0;
+      } else if (!n.unresponsive_since) {
+        n.unresponsive_since = now;
+      } else if (now - n.unresponsive_since >= liveness_ms_) {
+        const std::string why = DescribeSilence(n.local->pid());
+        n.local->Signal(SIGKILL);
+        Teardown(kLostStatus,
+                 "node " + std::to_string(n.id) + " (" + n.where() + ") before joining the job: " + why + " for " +
+                     std::string(secs) + " s (--liveness-timeout); ending the job",
+                 false);
+        return 0;
+      }
+      continue;
+    }
+    if (!n.helloed || !n.control.valid() || n.exited) continue;
+    if (now - n.last_heard >= liveness_ms_) {
+      const std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
+      const std::string why = n.local ? DescribeSilence(n.local->pid()) : "not answering (stopped, cut off, or stuck)";
+      if (n.local) n.local->Signal(SIGKILL);  // it cannot take a TERMINATE or a SIGTERM now
+      Teardown(kLostStatus,
+               "node " + std::to_string(n.id) + " (" + n.where() + host + "): no answer for " + std::string(secs) + " s: " +
+                   why + " (--liveness-timeout); ending the job",
+               false);
+      return 0;
+    }
+    next = std::min(next, n.last_heard + liveness_ms_);
+  }
+  return next;
 }
 
 void Job::OnSignal() {
@@ -624,6 +700,7 @@ void Job::CheckTimers() {
     snprintf(t, sizeof(t), "%g", o_.timeout_s);
     Teardown(124, std::string("job timed out after ") + t + " s (--timeout); ending it", false);
   }
+  next_liveness_ = CheckLiveness(now);
   if (phase_ == JobPhase::kRunning) {
     for (Node& n : nodes_) {
       if (n.control_lost_at && !n.exited && now >= n.control_lost_at) {
@@ -641,6 +718,15 @@ void Job::CheckTimers() {
       kill_at_ = 0;
       spdlog::info("grace period over: SIGKILL");
       SignalAll(SIGKILL);
+      give_up_at_ = now + kGraceMs;
+    }
+    if (give_up_at_ && now >= give_up_at_) {
+      give_up_at_ = 0;
+      for (auto& h : hosts_) {
+        if (h->state != HostState::kStarted) continue;
+        spdlog::error("svmd at {} did not confirm the end of its nodes; giving up on it", h->spec);
+        CloseHost(*h);
+      }
     }
   }
 }
@@ -683,10 +769,10 @@ void Job::Loop() {
       if (hosts_[i]->state == HostState::kStarted) add(hosts_[i]->fd.get(), [this, i](short) { OnHost(i); });
 
     int64_t now = NowMs(), next = now + 1000;
-    for (int64_t t : {timeout_at_, term_at_, kill_at_})
+    for (int64_t t : {timeout_at_, term_at_, kill_at_, next_liveness_, give_up_at_})
       if (t) next = std::min(next, t);
     for (const Node& n : nodes_)
-      if (n.control_lost_at) next = std::min(next, n.control_lost_at);
+      if (n.control_lost_at && !n.exited) next = std::min(next, n.control_lost_at);
     int rc = ::poll(fds.data(), fds.size(), int(std::max<int64_t>(0, next - now)));
     if (rc < 0 && errno != EINTR) {
       spdlog::error("poll: {}", strerror(errno));
@@ -700,18 +786,11 @@ void Job::Loop() {
 
 void Job::Shutdown() {
   phase_ = JobPhase::kDone;
-  stopping_ = true;
   uint64_t one = 1;
   ssize_t w = ::write(stop_fd_.get(), &one, sizeof(one));
   (void)w;
-  if (listen_fd_.valid()) ::shutdown(listen_fd_.get(), SHUT_RDWR);
-  if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> hs;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    hs.swap(handshakers_);
-  }
-  for (auto& t : hs) t.join();
+  gate_.Stop();
+  listen_fd_.reset();
   if (stdin_thread_.joinable()) stdin_thread_.join();
   for (Node& n : nodes_) n.control.reset();
   for (auto& h : hosts_) {
@@ -770,6 +849,7 @@ int Job::Run() {
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     Shutdown();
+    if (s.message().find("statically linked") != std::string::npos) return kCannotRunStatus;
     return s.code() == Status::Code::kInvalidArgument && s.message().find("cannot execute") != std::string::npos
                ? 127
                : 1;
@@ -777,7 +857,15 @@ int Job::Run() {
   phase_ = JobPhase::kRunning;
   spdlog::debug("job epoch {} phase {}: {} nodes, control port {}", epoch_, ToString(phase_), o_.nodes,
                 control_port_);
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  GateOptions gate;
+  gate.key = key_;
+  gate.what = "control connection";
+  gate.deadline_ms = kHandshakeMs;
+  gate.max_first_body = 64 * 1024;  // a HELLO: a node id and an address
+  if (s = gate_.Start(std::move(listen_fd_), gate, [this](Admitted a) { Admit(std::move(a)); }); !s.ok()) {
+    spdlog::error("{}", s.message());
+    Teardown(kStartupFailedStatus, "", false);
+  }
   // stdin goes to node 0, wherever it runs.
   Node& n0 = nodes_[0];
   if (n0.local && n0.local->stdin_fd() >= 0) {
@@ -788,6 +876,9 @@ int Job::Run() {
   } else if (n0.host >= 0) {
     stdin_thread_ = std::thread([this, h = n0.host] { StdinLoop(-1, h); });
   }
+  // Liveness counts from here: the svmds have waited for the others' start.
+  for (auto& h : hosts_) h->last_heard = NowMs();
+  next_liveness_ = NowMs();
   const auto started = std::chrono::steady_clock::now();
   Loop();
   ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count(),
@@ -887,6 +978,10 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", t.message());
     return 2;
   }
+  if (Status t = CheckLimits(o, preload != "none"); !t.ok()) {
+    spdlog::error("{}", t.message());
+    return 2;
+  }
   Key admin{};
   if (!o.hosts.empty()) {
     if (o.key_file.empty()) {
@@ -910,6 +1005,12 @@ int Main(int argc, char** argv) {
     if (!s.ok()) {
       spdlog::error("{}", s.message());
       return 127;
+    }
+    if (preload != "none") {
+      if (s = CheckDynamic(program); !s.ok()) {
+        std::fprintf(stderr, "svm: %s\n", s.message().c_str());
+        return kCannotRunStatus;
+      }
     }
   }
   Job job(std::move(o), preload, program, admin);

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,37 @@ Key Proof(const Key& key, AuthRole who, const Key& nc, const Key& ns) {
   m.insert(m.end(), nc.begin(), nc.end());
   m.insert(m.end(), ns.begin(), ns.end());
   return Hmac(key, m.data(), m.size());
+}
+
+Key SessionSecret(const Key& key, const Key& nc, const Key& ns) {
+  std::vector<uint8_t> m(kSessionLabel, kSessionLabel + sizeof(kSessionLabel) - 1);
+  m.insert(m.end(), nc.begin(), nc.end());
+  m.insert(m.end(), ns.begin(), ns.end());
+  return Hmac(key, m.data(), m.size());
+}
+
+void FillHello(uint8_t* hello, AuthRole role, const Key& nonce) {
+  std::memset(hello, 0, kHelloBytes);
+  std::memcpy(hello, kMagic, 4);
+  hello[4] = kVersion;
+  hello[5] = uint8_t(role);
+  std::memcpy(hello + 8, nonce.data(), kKeyBytes);
+}
+
+Status CheckHello(const uint8_t* peer, AuthRole peer_role) {
+  if (std::memcmp(peer, kMagic, 4) != 0) return Status::Malformed("peer is not an svm endpoint (bad magic)");
+  if (peer[4] != kVersion)
+    return Status::Malformed("peer speaks auth version " + std::to_string(peer[4]));
+  if (peer[5] != uint8_t(peer_role)) return Status::Malformed("peer claims the wrong role");
+  return Status::Ok();
+}
+
+// All of n bytes at once on a non-blocking send, or an error.
+Status SendNow(int fd, const void* p, size_t n) {
+  ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (w == ssize_t(n)) return Status::Ok();
+  if (w < 0) return Status::Errno("send", errno);
+  return Status::IoError("send: socket buffer full");
 }
 
 int HexVal(char c) {
@@ -120,20 +152,14 @@ Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, 
   Key mine;
   Status s = GenerateKey(&mine);
   if (!s.ok()) return s;
-  uint8_t hello[kHelloBytes] = {};
-  std::memcpy(hello, kMagic, 4);
-  hello[4] = kVersion;
-  hello[5] = uint8_t(role);
-  std::memcpy(hello + 8, mine.data(), kKeyBytes);
+  uint8_t hello[kHelloBytes];
+  FillHello(hello, role, mine);
   if (s = WriteAll(fd, hello, sizeof(hello)); !s.ok()) return s;
 
   uint8_t peer[kHelloBytes];
   if (s = ReadFull(fd, peer, sizeof(peer), deadline_ms); !s.ok()) return s;
-  if (std::memcmp(peer, kMagic, 4) != 0) return Status::Malformed("peer is not an svm endpoint (bad magic)");
-  if (peer[4] != kVersion)
-    return Status::Malformed("peer speaks auth version " + std::to_string(peer[4]));
   AuthRole peer_role = role == AuthRole::kClient ? AuthRole::kServer : AuthRole::kClient;
-  if (peer[5] != uint8_t(peer_role)) return Status::Malformed("peer claims the wrong role");
+  if (s = CheckHello(peer, peer_role); !s.ok()) return s;
   Key theirs;
   std::memcpy(theirs.data(), peer + 8, kKeyBytes);
   if (theirs == mine) return Status::AuthFailed("peer echoed our nonce");
@@ -157,12 +183,40 @@ Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, 
       return Status::AuthFailed("the client did not prove the key");
     if (s = WriteAll(fd, my_proof.data(), my_proof.size()); !s.ok()) return s;
   }
-  if (session) {
-    std::vector<uint8_t> m(kSessionLabel, kSessionLabel + sizeof(kSessionLabel) - 1);
-    m.insert(m.end(), nc.begin(), nc.end());
-    m.insert(m.end(), ns.begin(), ns.end());
-    *session = Hmac(key, m.data(), m.size());
+  if (session) *session = SessionSecret(key, nc, ns);
+  return Status::Ok();
+}
+
+Status ServerHandshake::Start(int fd, const Key& key) {
+  key_ = key;
+  if (Status s = GenerateKey(&mine_); !s.ok()) return s;
+  uint8_t hello[kHelloBytes];
+  FillHello(hello, AuthRole::kServer, mine_);
+  need_ = kHelloBytes;
+  return SendNow(fd, hello, sizeof(hello));
+}
+
+Status ServerHandshake::Feed(int fd, const uint8_t* p, size_t n) {
+  if (done_ || n > Wanted()) return Status::Malformed("handshake: more bytes than asked for");
+  std::memcpy(buf_ + have_, p, n);
+  have_ += n;
+  if (have_ < need_) return Status::Ok();
+  if (!hello_seen_) {
+    if (Status s = CheckHello(buf_, AuthRole::kClient); !s.ok()) return s;
+    std::memcpy(theirs_.data(), buf_ + 8, kKeyBytes);
+    if (theirs_ == mine_) return Status::AuthFailed("peer echoed our nonce");
+    hello_seen_ = true;
+    have_ = 0;
+    need_ = kKeyBytes;
+    return Status::Ok();
   }
+  const Key expected = Proof(key_, AuthRole::kClient, theirs_, mine_);
+  if (CRYPTO_memcmp(buf_, expected.data(), kKeyBytes) != 0)
+    return Status::AuthFailed("the client did not prove the key");
+  const Key proof = Proof(key_, AuthRole::kServer, theirs_, mine_);
+  if (Status s = SendNow(fd, proof.data(), proof.size()); !s.ok()) return s;
+  session_ = SessionSecret(key_, theirs_, mine_);
+  done_ = true;
   return Status::Ok();
 }
 

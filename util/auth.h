@@ -50,6 +50,28 @@ Status WriteKeyFile(const std::string& path, const Key& key);
 Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms,
                     Key* session = nullptr);
 
+// The server side of the same exchange, for an event loop that owns many
+// sockets at once: Start sends the hello, then Feed takes what the client
+// sent, at most Wanted() bytes at a time (so nothing past the handshake is
+// consumed). Never blocks: the server's 40 + 32 bytes fit any fresh socket's
+// send buffer, and a socket that cannot take them is refused.
+class ServerHandshake {
+ public:
+  Status Start(int fd, const Key& key);
+  size_t Wanted() const { return need_ - have_; }
+  // Ok while the exchange goes on or once done(); kAuthFailed for a wrong
+  // proof, kMalformed for garbage.
+  Status Feed(int fd, const uint8_t* p, size_t n);
+  bool done() const { return done_; }
+  const Key& session() const { return session_; }
+
+ private:
+  Key key_{}, mine_{}, theirs_{}, session_{};
+  uint8_t buf_[8 + kKeyBytes] = {};
+  size_t have_ = 0, need_ = 0;
+  bool hello_seen_ = false, done_ = false;
+};
+
 // HMAC-SHA256(key, data).
 Key Hmac(const Key& key, const void* data, size_t n);
 // XOR of a and b (wrapping a secret with a session secret; self-inverse).

@@ -49,6 +49,7 @@ inline constexpr size_t kRxInitialBytes = 256 << 10;
 inline constexpr size_t kRxMinFree = 64 << 10;  // compact when less is free at the tail
 inline constexpr uint32_t kSlotBits = 12;
 inline constexpr std::chrono::seconds kHandshakeTimeout{10};  // per accepted connection
+inline constexpr size_t kMaxWaitingAccepts = 2 * kMaxNodes;   // in the handshake at once
 // While waiters drive, the NIC thread parks (no polls armed, so arrivals do
 // not wake it) and looks again this often; a waiter that goes to sleep wakes
 // it at once.
@@ -138,6 +139,9 @@ class TcpNicImpl final : public TcpNic {
   // Setup (tcp_transport.cc).
   Status Dial(NodeId peer, const std::string& address, Clock::time_point deadline);
   Status AcceptPeers(Clock::time_point deadline);
+  // Our hello, and the checks of a peer's (its node id is *peer).
+  std::vector<uint8_t> HelloBytes() const;
+  Status CheckHello(std::span<const uint8_t> in, bool dialer, NodeId expect, NodeId* peer) const;
   Status ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
                        Clock::time_point deadline);
 

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <list>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -200,22 +201,17 @@ Status TcpNicImpl::RegisterRegion(const MemoryRegion& r) {
   return regions_.Add(r);
 }
 
-Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
-                                 Clock::time_point deadline) {
-  if (Status s = ProveKey(fd, opt_.key, dialer, deadline); !s.ok()) return s;
+std::vector<uint8_t> TcpNicImpl::HelloBytes() const {
   frame::Frame mine;
   mine.type = frame::Type::kHello;
   mine.node = self();
   mine.num_nodes = num_nodes();
   std::vector<uint8_t> out;
   frame::Encode(mine, opt_.epoch, &out);
-  if (dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
-    return Status::InvalidArgument(Errno("sending hello"));
-  }
-  std::vector<uint8_t> in(out.size());
-  if (!TransferAll(fd, in.data(), in.size(), false, deadline)) {
-    return Status::InvalidArgument("no hello from the peer");
-  }
+  return out;
+}
+
+Status TcpNicImpl::CheckHello(std::span<const uint8_t> in, bool dialer, NodeId expect, NodeId* peer) const {
   frame::Frame f;
   size_t used = 0;
   std::string error;
@@ -228,10 +224,25 @@ Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* pee
     return Status::Malformed(fmt::format("hello from node {} of {} unexpected at node {} of {}",
                                          f.node, f.num_nodes, self(), num_nodes()));
   }
+  *peer = f.node;
+  return Status::Ok();
+}
+
+Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
+                                 Clock::time_point deadline) {
+  if (Status s = ProveKey(fd, opt_.key, dialer, deadline); !s.ok()) return s;
+  std::vector<uint8_t> out = HelloBytes();
+  if (dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
+    return Status::InvalidArgument(Errno("sending hello"));
+  }
+  std::vector<uint8_t> in(out.size());
+  if (!TransferAll(fd, in.data(), in.size(), false, deadline)) {
+    return Status::InvalidArgument("no hello from the peer");
+  }
+  if (Status s = CheckHello(in, dialer, expect, peer); !s.ok()) return s;
   if (!dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
     return Status::InvalidArgument(Errno("answering hello"));
   }
-  *peer = f.node;
   return Status::Ok();
 }
 
@@ -271,32 +282,107 @@ Status TcpNicImpl::Dial(NodeId peer, const std::string& address, Clock::time_poi
                                              address, last));
 }
 
+// Every dialler is served at once (one poll loop), so a connection that
+// stays silent or fails the proof costs only its own deadline, never the
+// real peers' start-up. At most kMaxWaitingAccepts wait; the oldest makes
+// room for a newcomer.
 Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
-  uint32_t missing = num_nodes() - 1 - self();
-  while (missing > 0) {
-    pollfd pfd{listen_fd_, POLLIN, 0};
-    int pr = poll(&pfd, 1, MillisLeft(deadline));
-    if (pr <= 0) {
-      if (Clock::now() >= deadline) {
-        return Status::InvalidArgument(fmt::format("node {}: {} peers never dialled in", self(), missing));
+  struct Waiting {
+    int fd = -1;
+    std::string peer;
+    Clock::time_point deadline;
+    svmd::ServerHandshake auth;
+    std::vector<uint8_t> hello;
+    size_t have = 0;
+  };
+  std::list<Waiting> waiting;  // accept order, which is deadline order
+  const std::vector<uint8_t> mine = HelloBytes();
+  auto drop = [&](std::list<Waiting>::iterator it, const std::string& why) {
+    spdlog::error("nic {}: refusing a connection from {}: {}", self(), it->peer, why);
+    close(it->fd);
+    return waiting.erase(it);
+  };
+  // Reads what w still wants: Ok and *peer set once its hello is in and answered.
+  auto advance = [&](Waiting& w, bool* ready, NodeId* peer) -> Status {
+    *ready = false;
+    for (;;) {
+      uint8_t buf[256];
+      const size_t want = !w.auth.done() ? w.auth.Wanted() : w.hello.size() - w.have;
+      ssize_t r = recv(w.fd, buf, std::min(want, sizeof buf), MSG_DONTWAIT);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::Ok();
+      if (r <= 0) return Status::InvalidArgument(r == 0 ? "closed by the peer" : Errno("recv"));
+      if (!w.auth.done()) {
+        if (Status s = w.auth.Feed(w.fd, buf, size_t(r)); !s.ok())
+          return Status::InvalidArgument(fmt::format("authentication failed: {}", s.ToString()));
+        continue;
       }
-      continue;
+      std::memcpy(w.hello.data() + w.have, buf, size_t(r));
+      w.have += size_t(r);
+      if (w.have < w.hello.size()) continue;
+      if (Status s = CheckHello(w.hello, false, 0, peer); !s.ok()) return s;
+      if (!TransferAll(w.fd, const_cast<uint8_t*>(mine.data()), mine.size(), true, w.deadline))
+        return Status::InvalidArgument(Errno("answering hello"));
+      *ready = true;
+      return Status::Ok();
     }
+  };
+
+  uint32_t missing = num_nodes() - 1 - self();
+  std::vector<pollfd> fds;
+  std::vector<std::list<Waiting>::iterator> who;
+  while (missing > 0) {
+    const auto now = Clock::now();
+    while (!waiting.empty() && waiting.front().deadline <= now) drop(waiting.begin(), "no hello in time");
+    if (now >= deadline) {
+      while (!waiting.empty()) drop(waiting.begin(), "start-up is over");
+      return Status::InvalidArgument(fmt::format("node {}: {} peers never dialled in", self(), missing));
+    }
+    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+    who.clear();
+    for (auto it = waiting.begin(); it != waiting.end(); ++it) {
+      fds.push_back(pollfd{it->fd, POLLIN, 0});
+      who.push_back(it);
+    }
+    const int pr = poll(fds.data(), fds.size(),
+                        MillisLeft(waiting.empty() ? deadline : std::min(deadline, waiting.front().deadline)));
+    if (pr <= 0) continue;
+    for (size_t i = 0; i < who.size(); ++i) {
+      if (!fds[i + 1].revents) continue;
+      auto it = who[i];
+      bool ready = false;
+      NodeId peer = 0;
+      if (Status s = advance(*it, &ready, &peer); !s.ok()) {
+        drop(it, s.ToString());
+        continue;
+      }
+      if (!ready) continue;
+      conns_[peer].fd = it->fd;
+      waiting.erase(it);
+      --missing;
+    }
+    if (!fds[0].revents) continue;
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    NodeId peer = 0;
-    // One silent dialler must not hold up the others for the whole setup.
-    Status s = ExchangeHello(fd, false, 0, &peer, std::min(deadline, Clock::now() + kHandshakeTimeout));
-    if (!s.ok()) {
-      spdlog::error("nic {}: refusing a connection from {}: {}", self(), PeerName(fd), s.ToString());
+    if (waiting.size() >= kMaxWaitingAccepts) drop(waiting.begin(), "too many connections in the handshake");
+    Waiting w;
+    w.fd = fd;
+    w.peer = PeerName(fd);
+    w.deadline = std::min(deadline, Clock::now() + kHandshakeTimeout);
+    w.hello.resize(mine.size());
+    if (Status s = w.auth.Start(fd, opt_.key); !s.ok()) {
+      spdlog::error("nic {}: refusing a connection from {}: {}", self(), w.peer, s.ToString());
       close(fd);
       continue;
     }
-    conns_[peer].fd = fd;
-    --missing;
+    waiting.push_back(std::move(w));
   }
+  if (!waiting.empty())
+    spdlog::warn("nic {}: every peer is connected; closing {} connections still in the handshake", self(),
+                 waiting.size());
+  for (Waiting& w : waiting) close(w.fd);
   return Status::Ok();
 }
 
@@ -310,6 +396,9 @@ Status TcpNicImpl::Connect(std::span<const std::string> addresses) {
     if (Status s = Dial(j, addresses[j], deadline); !s.ok()) return s;
   }
   if (Status s = AcceptPeers(deadline); !s.ok()) return s;
+  // Every peer is here: later diallers are strangers, refused by the kernel.
+  close(listen_fd_);
+  listen_fd_ = -1;
   for (Conn& c : conns_) {
     c.alive = true;
     if (c.fd >= 0) c.rx.resize(kRxInitialBytes);

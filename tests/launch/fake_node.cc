@@ -14,6 +14,7 @@
 //   --check-peers          connect to every other node's NIC with the key
 //   --lines N              print N numbered lines
 //   --no-rendezvous        skip the control connection (a plain program)
+//   --delay-rendezvous MS  sleep this long first (a slow start-up)
 // Lines it prints: "nK of N pid P", "nK peers A,B,..", "nK control HOST:PORT".
 #include <poll.h>
 #include <sys/socket.h>
@@ -60,7 +61,7 @@ void ServeNic(int listen_fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int code = 0, lines = 0;
+  int code = 0, lines = 0, delay_ms = 0;
   std::vector<std::pair<int, int>> node_codes;
   bool read_stdin = false, wait = false, report_exit = false, check_peers = false, rendezvous = true;
   for (int i = 1; i < argc; ++i) {
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
     else if (a == "--check-peers") check_peers = true;
     else if (a == "--lines" && i + 1 < argc) lines = std::atoi(argv[++i]);
     else if (a == "--no-rendezvous") rendezvous = false;
+    else if (a == "--delay-rendezvous" && i + 1 < argc) delay_ms = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "fake_node: unknown argument %s\n", a.c_str());
       return 64;
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   for (auto [k, c] : node_codes)
     if (unsigned(k) == id) code = c;
 
+  if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   if (rendezvous) {
     Status s = ControlConfig::FromEnv(&g_cfg);
     if (!s.ok()) {

@@ -37,6 +37,7 @@ class VirtualCluster {
       std::string ns = "svmt" + tag + "h" + std::to_string(h), veth = "svv" + tag + "h" + std::to_string(h);
       std::string ip = subnet_ + std::to_string(10 + h);
       namespaces_.push_back(ns);
+      veths_.push_back(veth);
       ok_ = Sh("ip netns add " + ns) == 0 &&
             Sh("ip link add " + veth + " type veth peer name eth0 netns " + ns) == 0 &&
             Sh("ip link set " + veth + " master " + bridge_) == 0 && Sh("ip link set " + veth + " up") == 0 &&
@@ -72,12 +73,14 @@ class VirtualCluster {
     return hosts;
   }
   Child& daemon(size_t h) { return *daemons_[h]; }
+  // Cuts (or restores) host h's link to the bridge, as a pulled cable would.
+  bool SetLink(size_t h, bool up) { return Sh("ip link set " + veths_[h] + (up ? " up" : " down")) == 0; }
   const std::string& ip(size_t h) const { return ips_[h]; }
 
  private:
   bool ok_ = false;
   std::string skip_, subnet_, bridge_;
-  std::vector<std::string> namespaces_, ips_;
+  std::vector<std::string> namespaces_, ips_, veths_;
   std::vector<std::unique_ptr<Child>> daemons_;
 };
 
@@ -127,6 +130,37 @@ TEST(MultiHost, WrongKeyIsRefusedAndLogged) {
   EXPECT_NE(c.err.find("authentication failed"), std::string::npos) << c.err;
   EXPECT_TRUE(vc.daemon(0).WaitFor("refused connection")) << vc.daemon(0).err;
   EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// Issue 18: a host whose link is cut hung the job for minutes without a
+// word. Now svmrun names the silent host within the liveness timeout, the
+// nodes it can still reach leave at its TERMINATE, and the cut-off host's
+// svmd and node leave on their own once svmrun falls silent to them.
+TEST(MultiHost, CutLinkEndsTheJobNamingTheHost) {
+  VirtualCluster vc(3);
+  if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
+  ASSERT_TRUE(vc.ok());
+  TempDir dir;
+  std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
+  std::string host_list = vc.StartDaemons(key);
+  ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
+  Child c({Svmrun(), "--preload", "none", "-n", "3", "--liveness-timeout", "1", "--hosts", host_list,
+           "--key-file", key, "--", FakeNode(), "--wait"});
+  for (int k = 0; k < 3; ++k) ASSERT_TRUE(c.WaitFor("n" + std::to_string(k) + " control")) << c.err;
+  std::vector<pid_t> pids = NodePids(c.out);
+  ASSERT_EQ(pids.size(), 3u);
+  ASSERT_TRUE(vc.SetLink(1, false));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(c.ExitCode(), 255) << c.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+  EXPECT_TRUE(c.err.find("svmd at " + vc.ip(1) + ":7117: no answer") != std::string::npos ||
+              c.err.find("node 1 (remote on " + vc.ip(1) + "): no answer") != std::string::npos)
+      << c.err;
+  for (pid_t p : pids)
+    for (int i = 0; i < 500 && Alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "the link is still cut: node pid " << p << " must leave alone";
+  EXPECT_TRUE(vc.daemon(1).WaitFor("no word from svmrun", 10)) << vc.daemon(1).err;
+  vc.SetLink(1, true);
 }
 
 // --stats across hosts: every node's report comes back through its svmd

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "nic_ext/tcp/frame.h"
+#include "nic_ext/tcp/tcp_nic_impl.h"  // kMaxWaitingAccepts
 #include "util/auth.h"
 #include "tests/nic/nic_cluster.h"
 
@@ -356,6 +357,51 @@ TEST(TcpSetupTest, RefusesABadHelloThenAcceptsTheRightPeer) {
   t.join();
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_TRUE(log.Contains("refusing a connection")) << log.All();
+  nic.reset();
+  close(fd);
+}
+
+// Issue 18: accepts were serial with a 10 s handshake each, so one silent
+// connection during start-up cost 10 s (and three failed the job). Now
+// every dialler is served at once: silent ones, more of them than may wait
+// (the oldest are dropped), do not hold up the real peer.
+TEST(TcpSetupTest, SilentDiallersDoNotDelayTheRealPeer) {
+  LogCapture log;
+  TcpOptions o;
+  o.num_nodes = 2;
+  o.key = TestKey();
+  std::unique_ptr<TcpNic> nic;
+  ASSERT_TRUE(TcpNic::Create(o, &nic).ok());
+  std::vector<std::string> addrs = {nic->listen_address(), "unused:1"};
+  Status st;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread t([&] { st = nic->Connect(addrs); });
+  std::vector<int> silent;
+  for (size_t i = 0; i < kMaxWaitingAccepts + 8; ++i) {
+    int fd = Dial(nic->listen_address());
+    ASSERT_GE(fd, 0);
+    silent.push_back(fd);
+  }
+  int fd = Dial(nic->listen_address());
+  ASSERT_TRUE(Prove(fd, TestKey()).ok());
+  auto good = HelloBytes(1, 2);
+  send(fd, good.data(), good.size(), MSG_NOSIGNAL);
+  t.join();
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_TRUE(log.Contains("too many connections in the handshake")) << log.All();
+  // After set-up the NIC port is closed: a later stranger is refused at once.
+  EXPECT_LT(Dial(nic->listen_address()), 0);
+  // Whoever still waited was let go when set-up ended.
+  for (int s : silent) {
+    uint8_t b[64];
+    pollfd pfd{s, POLLIN, 0};
+    ssize_t r = 1;
+    while (r > 0 && poll(&pfd, 1, 5000) > 0) r = recv(s, b, sizeof b, 0);  // its server hello, then EOF
+    EXPECT_LE(r, 0);
+    close(s);
+  }
   nic.reset();
   close(fd);
 }
