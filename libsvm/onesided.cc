@@ -78,6 +78,7 @@ Status Runtime::ConnectNic() {
   };
   const Segment& heap = *segments_.front();
   if (Status st = reg(kCounterRegion, &job_threads_, sizeof(job_threads_)); !st.ok()) return st;
+  if (Status st = reg(kHeapBreak, &heap_break_, sizeof(heap_break_)); !st.ok()) return st;
   if (Status st = reg(kHeapFrames, heap.region->proto(), heap.region->size()); !st.ok()) return st;
   if (segments_.size() > 1) {
     const Segment& g = *segments_[1];

@@ -132,8 +132,11 @@ class Runtime final : public Host {
   // wake-up for the other, which pollers tolerate).
   static uint64_t NodeBit(NodeId n) { return 1ull << (n % 64); }
 
-  // Frees a block of another node's heap slice (Heap's remote_free hook).
+  // Frees a block of another node's heap (Heap's remote_free hook).
   void RemoteFree(uint32_t owner, void* p);
+  // Claims `bytes` of the heap's large area for this node from the job-wide
+  // break on node 0 (Heap's claim hook; heap_claim.cc).
+  bool ClaimHeap(uint64_t bytes, uint64_t limit, uint64_t* offset);
 
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
@@ -253,6 +256,7 @@ class Runtime final : public Host {
   static constexpr uint32_t kLockClaims = 7;     // nil: LockId + 1 per LockNo
   static constexpr uint32_t kLockStamps = 8;     // nil: nodes IntervalIds per LockNo
   static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
+  static constexpr uint32_t kHeapBreak = 10;     // heap_break_
 
   Options opts_;
   Geometry geometry_;
@@ -316,6 +320,8 @@ class Runtime final : public Host {
   // fetch-and-add; a thread's end subtracts kThreadAlive.
   static constexpr uint64_t kThreadCreated = 1ull << 32, kThreadAlive = 1;
   alignas(8) uint64_t job_threads_ = kThreadAlive;
+  // Node 0: how much of the heap's large area the nodes claimed (ClaimHeap).
+  alignas(8) uint64_t heap_break_ = 0;
 };
 
 }  // namespace svm::rt
