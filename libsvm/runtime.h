@@ -268,12 +268,12 @@ class Runtime final : public Host {
   std::unique_ptr<Node> node_;
   std::thread handler_;
   // Starts threads that other nodes asked for and frees what they freed in
-  // this node's heap slice (threads.cc, SpawnLoop).
+  // this node's heap (threads.cc, SpawnLoop).
   std::thread spawner_;
   std::mutex spawn_mu_;
   std::condition_variable spawn_cv_;
   std::deque<std::pair<NodeId, SpawnRequest>> spawn_queue_;  // GUARDED_BY(spawn_mu_)
-  // Blocks other nodes freed in this node's heap slice (RemoteFree), freed by
+  // Blocks of this node's heap other nodes freed (RemoteFree), freed by
   // the spawner thread: the handler must never wait for the heap's lock.
   std::deque<uint64_t> free_queue_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
