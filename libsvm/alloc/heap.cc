@@ -444,8 +444,8 @@ size_t Heap::UsableSize(const void* p) {
   const uint32_t c = ClassOf(a, "malloc_usable_size(): invalid pointer");
   if (c < kNumClasses) return ClassSize(c);
   if (const size_t n = large_->LiveSize(a)) return n;
-  if (LargeOwner(a) == kNoOwner || LargeOwner(a) == self_)
-    Fatal("malloc_usable_size(): invalid pointer", p);
+  const uint32_t owner = LargeOwner(a);
+  if (owner == kNoOwner || owner == self_) Fatal("malloc_usable_size(): invalid pointer", p);
   return HeaderOf(a)->usable;
 }
 
