@@ -99,7 +99,10 @@ World::World(const CaseConfig& config, const Program& program)
     th.t = g % config.threads;
     if (dormant[g]) {
       th.state = State::kDormant;
-    } else if (++live_, program.ops[g].empty()) {
+      continue;
+    }
+    ++live_;
+    if (program.ops[g].empty()) {
       th.state = State::kDone;
       ++done_;
     } else {
