@@ -35,7 +35,7 @@ MainFn g_main = nullptr;
 
 
 bool ToHeap() { return t_app && !t_in_runtime; }
-bool InHeap(const void* p) { return g_heap && g_heap->Owner(p) != alloc::kNoOwner; }
+bool InHeap(const void* p) { return g_heap && g_heap->Contains(p); }
 
 void* PrivateMalloc(size_t n) {
   return g_glibc.load(std::memory_order_relaxed) ? __libc_malloc(n) : alloc::BootstrapMalloc(n);
@@ -61,10 +61,9 @@ void* HeapFailed(void* p, size_t n) {
     char msg[320];
     const int len = snprintf(msg, sizeof(msg),
                              "svm: out of shared memory: an allocation of %zu bytes does not fit in "
-                             "node %d's heap slice (%zu MiB: --region-size %zu MiB over %u nodes); "
-                             "raise --region-size\n",
-                             n, NodeIdOfCaller(), l.slice_size >> 20, (l.slice_size * l.nodes) >> 20,
-                             l.nodes);
+                             "what is left of the job's shared heap (--region-size %zu MiB, all "
+                             "nodes together); raise --region-size\n",
+                             n, l.size() >> 20);
     if (len > 0) (void)!write(2, msg, std::min<size_t>(size_t(len), sizeof(msg) - 1));
   }
   errno = ENOMEM;

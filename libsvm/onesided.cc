@@ -49,10 +49,13 @@ Status Runtime::OpenExported() {
   if (Status st = Export("svm-versions", versions_bytes_, &versions_mem_, &versions_); !st.ok()) return st;
   if (Status st = Export("svm-marks", geometry_.pages * sizeof(uint64_t), &marks_mem_, &marks_); !st.ok())
     return st;
+  // The thread counter and the heap's break, one word each.
   uint64_t* counter = nullptr;
-  if (Status st = Export("svm-threads", sizeof(uint64_t), &counter_mem_, &counter); !st.ok()) return st;
-  *counter = std::atomic_ref<uint64_t>(job_threads_local_).load();
-  job_threads_ = counter;
+  if (Status st = Export("svm-counters", 2 * sizeof(uint64_t), &counter_mem_, &counter); !st.ok()) return st;
+  counter[0] = std::atomic_ref<uint64_t>(job_threads_local_).load();
+  counter[1] = std::atomic_ref<uint64_t>(heap_break_local_).load();
+  job_threads_ = &counter[0];
+  heap_break_ = &counter[1];
   if (n > 1 && DepositsNotices(opts_.mode)) {
     NoticeRingOptions ro;
     ro.self = opts_.node;
@@ -82,6 +85,9 @@ Status Runtime::ConnectNic() {
   };
   const Segment& heap = *segments_.front();
   if (Status st = reg(kCounterRegion, counter_mem_, sizeof(uint64_t)); !st.ok()) return st;
+  if (Status st = nic_->RegisterRegion({kHeapBreak, heap_break_, sizeof(uint64_t), counter_mem_.fd(), sizeof(uint64_t)});
+      !st.ok())
+    return st;
   auto frames = [this](uint32_t id, const prim::Region& r) {
     return nic_->RegisterRegion({id, r.proto(), r.size(), r.fd(), 0});
   };

@@ -169,6 +169,10 @@ Status Runtime::OpenHeap() {
     static_cast<Runtime*>(ctx)->RemoteFree(owner, p);
   };
   ho.remote_free_ctx = this;
+  ho.claim = [](void* ctx, uint64_t bytes, uint64_t limit, uint64_t* offset) {
+    return static_cast<Runtime*>(ctx)->ClaimHeap(bytes, limit, offset);
+  };
+  ho.claim_ctx = this;
   if (const char* why = alloc::Heap::CheckOptions(ho))
     return Status::InvalidArgument(fmt::format("shared heap: {}", why));
   heap_ = std::make_unique<alloc::Heap>(ho);

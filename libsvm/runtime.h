@@ -137,8 +137,11 @@ class Runtime final : public Host {
   // wake-up for the other, which pollers tolerate).
   static uint64_t NodeBit(NodeId n) { return 1ull << (n % 64); }
 
-  // Frees a block of another node's heap slice (Heap's remote_free hook).
+  // Frees a block of another node's heap (Heap's remote_free hook).
   void RemoteFree(uint32_t owner, void* p);
+  // Claims `bytes` of the heap's large area for this node from the job-wide
+  // break on node 0 (Heap's claim hook; heap_claim.cc).
+  bool ClaimHeap(uint64_t bytes, uint64_t limit, uint64_t* offset);
 
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
@@ -264,6 +267,7 @@ class Runtime final : public Host {
   static constexpr uint32_t kLockClaims = 7;     // nil: LockId + 1 per LockNo
   static constexpr uint32_t kLockStamps = 8;     // nil: nodes IntervalIds per LockNo
   static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
+  static constexpr uint32_t kHeapBreak = 10;     // heap_break_
 
   Options opts_;
   Geometry geometry_;
@@ -275,12 +279,12 @@ class Runtime final : public Host {
   std::unique_ptr<Node> node_;
   std::thread handler_;
   // Starts threads that other nodes asked for and frees what they freed in
-  // this node's heap slice (threads.cc, SpawnLoop).
+  // this node's heap (threads.cc, SpawnLoop).
   std::thread spawner_;
   std::mutex spawn_mu_;
   std::condition_variable spawn_cv_;
   std::deque<std::pair<NodeId, SpawnRequest>> spawn_queue_;  // GUARDED_BY(spawn_mu_)
-  // Blocks other nodes freed in this node's heap slice (RemoteFree), freed by
+  // Blocks of this node's heap other nodes freed (RemoteFree), freed by
   // the spawner thread: the handler must never wait for the heap's lock.
   std::deque<uint64_t> free_queue_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
@@ -330,6 +334,10 @@ class Runtime final : public Host {
   static constexpr uint64_t kThreadCreated = 1ull << 32, kThreadAlive = 1;
   alignas(8) uint64_t job_threads_local_ = kThreadAlive;
   uint64_t* job_threads_ = &job_threads_local_;  // counter_mem_ once exported
+  // Node 0: how much of the heap's large area the nodes claimed (ClaimHeap);
+  // the second word of counter_mem_ once exported.
+  alignas(8) uint64_t heap_break_local_ = 0;
+  uint64_t* heap_break_ = &heap_break_local_;
 };
 
 }  // namespace svm::rt

@@ -54,6 +54,7 @@ const char* Heap::CheckOptions(const HeapOptions& o) {
   Layout l;
   if (const char* why = Layout::Compute(o.base, o.size, o.nodes, &l)) return why;
   if (o.self >= o.nodes) return "self >= nodes";
+  if (o.nodes > 1 && o.claim == nullptr) return "several nodes and no claim hook";
   return nullptr;
 }
 
@@ -61,7 +62,7 @@ Heap::Heap(const HeapOptions& o) : opts_(o) {
   if (const char* why = CheckOptions(o)) Fatal(why);
   Layout::Compute(o.base, o.size, o.nodes, &layout_);
   self_ = o.self;
-  small_base_ = layout_.SliceBase(self_);
+  small_base_ = layout_.SmallBase(self_);
   small_size_ = layout_.small_size;
   class_shift_ = layout_.class_shift;
   span_mask_ = layout_.ClassSpan() - 1;
@@ -73,7 +74,7 @@ Heap::Heap(const HeapOptions& o) : opts_(o) {
   }
   void* mem = MapPrivate(AlignUp(sizeof(PageHeap), kPage));
   if (mem == nullptr) Fatal("out of private memory for allocator metadata");
-  large_ = new (mem) PageHeap(layout_.LargeBase(self_), layout_.SliceEnd(self_));
+  large_ = new (mem) PageHeap(self_);
   id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
   LockGuard g(g_registry_mu);
   for (Heap*& slot : g_registry) {
@@ -248,8 +249,37 @@ void* Heap::TakeOne(uint32_t c) {
 
 void* Heap::LargeAlloc(size_t n, size_t align, bool* fresh) {
   bool f;
-  void* p = large_->Allocate(n, align, fresh != nullptr ? fresh : &f);
-  return p;
+  for (;;) {
+    if (void* p = large_->Allocate(n, align, fresh != nullptr ? fresh : &f)) return p;
+    // Another thread may take the new chunk first: then claim again.
+    if (!ClaimFor(n, align)) return nullptr;
+  }
+}
+
+bool Heap::ClaimFor(size_t n, size_t align) {
+  const size_t limit = layout_.LargeSize();
+  if (align < kPage) align = kPage;
+  if (n > limit || align > limit) return false;
+  const size_t need = AlignUp(n == 0 ? 1 : n, kPage) + align;  // header page and alignment slack
+  // A whole chunk if there is room, else just what this block needs.
+  const size_t chunks = (need + layout_.chunk - 1) / layout_.chunk * layout_.chunk;
+  for (const size_t bytes : {chunks, need}) {
+    uint64_t off = 0;
+    bool ok;
+    if (opts_.claim != nullptr) {
+      ok = opts_.claim(opts_.claim_ctx, bytes, limit, &off);
+    } else {
+      off = break_.load(std::memory_order_relaxed);
+      do {
+        ok = off <= limit && bytes <= limit - off;
+      } while (ok && !break_.compare_exchange_weak(off, off + bytes, std::memory_order_relaxed));
+    }
+    if (ok) {
+      large_->Add(layout_.large_base + off, bytes);
+      return true;
+    }
+  }
+  return false;
 }
 
 void* Heap::MallocClass(uint32_t c, size_t n, size_t align) {
@@ -291,7 +321,7 @@ void* Heap::AlignedAlloc(size_t align, size_t size) {
   if (!IsPow2(align)) return nullptr;
   if (align <= kMinAlign) return Malloc(size);
   if (is_bootstrap()) return BootstrapMalloc(size, align);
-  if (size > layout_.slice_size) return nullptr;
+  if (size > layout_.LargeSize()) return nullptr;
   if (align <= kPage) {
     const size_t s = AlignUp(size == 0 ? 1 : size, align);
     if (s <= kMaxSmall) {
@@ -325,9 +355,9 @@ void* Heap::Pvalloc(size_t size) {
 
 // ---- Free. ----
 
-uint32_t Heap::ClassOf(uintptr_t a, uint32_t owner, const char* what) const {
-  const uintptr_t off = a - layout_.SliceBase(owner);
-  if (off < layout_.small_size) {
+uint32_t Heap::ClassOf(uintptr_t a, const char* what) const {
+  if (layout_.InSmall(a)) {
+    const uintptr_t off = a - layout_.SmallBase(layout_.SmallOwner(a));
     const uint32_t c = uint32_t(off >> layout_.class_shift);
     const uint64_t in = off & (layout_.ClassSpan() - 1);
     const size_t size = ClassSize(c);
@@ -335,12 +365,26 @@ uint32_t Heap::ClassOf(uintptr_t a, uint32_t owner, const char* what) const {
     return c;
   }
   // Large: page-aligned, with room for its header page.
-  if (a % kPage != 0 || a < layout_.LargeBase(owner) + kPage) Fatal(what, reinterpret_cast<void*>(a));
+  if (a % kPage != 0 || a < layout_.large_base + kPage) Fatal(what, reinterpret_cast<void*>(a));
   return kNumClasses;
 }
 
+uint32_t Heap::LargeOwner(uintptr_t a) const {
+  if (a % kPage != 0 || a < layout_.large_base + kPage || !layout_.Contains(a)) return kNoOwner;
+  const LargeHeader* h = HeaderOf(a);
+  if (h->check != (kLargeMagic ^ a) || h->owner >= layout_.nodes) return kNoOwner;
+  return uint32_t(h->owner);
+}
+
+uint32_t Heap::Owner(const void* p) const {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (!layout_.Contains(a)) return kNoOwner;
+  if (layout_.InSmall(a)) return layout_.SmallOwner(a);
+  return LargeOwner(a);
+}
+
 void Heap::FreeOwn(uintptr_t a, const char* what) {
-  const uint32_t c = ClassOf(a, self_, what);
+  const uint32_t c = ClassOf(a, what);
   if (c == kNumClasses) {
     if (large_->Free(a) == 0) Fatal(what, reinterpret_cast<void*>(a));
     return;
@@ -363,18 +407,31 @@ void Heap::FreeSlow(void* p) {
   if (IsBootstrap(p)) return BootstrapFree(p);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (is_bootstrap() || !layout_.Contains(a)) Fatal("free(): invalid pointer", p);
-  const uint32_t owner = layout_.Owner(a);
-  if (owner == self_) return FreeOwn(a, "free(): invalid pointer");
-  ClassOf(a, owner, "free(): invalid pointer");
+  uint32_t owner;
+  if (layout_.InSmall(a)) {
+    owner = layout_.SmallOwner(a);
+    if (owner == self_) return FreeOwn(a, "free(): invalid pointer");
+    ClassOf(a, "free(): invalid pointer");
+  } else {
+    // This node's own blocks are known without reading their header.
+    ClassOf(a, "free(): invalid pointer");
+    if (large_->Free(a) != 0) return;
+    owner = LargeOwner(a);
+    if (owner == kNoOwner || owner == self_) Fatal("free(): invalid pointer", p);
+  }
   if (opts_.remote_free == nullptr) Fatal("free(): block of another node and no remote_free hook", p);
   opts_.remote_free(opts_.remote_free_ctx, owner, p);
 }
 
 void Heap::FreeLocal(void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (is_bootstrap() || !layout_.Contains(a) || layout_.Owner(a) != self_)
-    Fatal("FreeLocal(): block not in this node's slice", p);
-  FreeOwn(a, "FreeLocal(): invalid pointer");
+  if (is_bootstrap() || !layout_.Contains(a)) Fatal("FreeLocal(): block not of this node", p);
+  if (layout_.InSmall(a)) {
+    if (layout_.SmallOwner(a) != self_) Fatal("FreeLocal(): block not of this node", p);
+    return FreeOwn(a, "FreeLocal(): invalid pointer");
+  }
+  ClassOf(a, "FreeLocal(): invalid pointer");
+  if (large_->Free(a) == 0) Fatal("FreeLocal(): block not of this node", p);
 }
 
 // ---- Size queries and realloc. ----
@@ -384,17 +441,12 @@ size_t Heap::UsableSize(const void* p) {
   if (IsBootstrap(p)) return BootstrapUsableSize(p);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (is_bootstrap() || !layout_.Contains(a)) Fatal("malloc_usable_size(): invalid pointer", p);
-  const uint32_t owner = layout_.Owner(a);
-  const uint32_t c = ClassOf(a, owner, "malloc_usable_size(): invalid pointer");
+  const uint32_t c = ClassOf(a, "malloc_usable_size(): invalid pointer");
   if (c < kNumClasses) return ClassSize(c);
-  if (owner == self_) {
-    const size_t n = large_->LiveSize(a);
-    if (n == 0) Fatal("malloc_usable_size(): invalid pointer", p);
-    return n;
-  }
-  const LargeHeader* h = HeaderOf(a);
-  if (h->check != (kLargeMagic ^ a)) Fatal("malloc_usable_size(): invalid pointer", p);
-  return h->usable;
+  if (const size_t n = large_->LiveSize(a)) return n;
+  const uint32_t owner = LargeOwner(a);
+  if (owner == kNoOwner || owner == self_) Fatal("malloc_usable_size(): invalid pointer", p);
+  return HeaderOf(a)->usable;
 }
 
 void* Heap::Realloc(void* p, size_t n) {
@@ -406,7 +458,7 @@ void* Heap::Realloc(void* p, size_t n) {
   if (is_bootstrap()) return BootstrapRealloc(p, n);
   const size_t old = UsableSize(p);  // validates p
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const bool own_large = old > kMaxSmall && !IsBootstrap(p) && Owner(p) == self_;
+  const bool own_large = old > kMaxSmall && !IsBootstrap(p) && large_->LiveSize(a) != 0;
   if (n <= old) {
     // Keep the block unless it would waste most of itself; shrinking a
     // local large block gives its tail pages back.

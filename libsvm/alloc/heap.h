@@ -1,16 +1,18 @@
-// Heap: the malloc family of one node, served from its slice of the global
-// region (see layout.h for where things live).
+// Heap: the malloc family of one node on the job's global region (see
+// layout.h for where things live).
 //
 // One Heap per node process. Small blocks (<= 64 KiB) come from per-thread
-// caches refilled in batches from per-class central pools; large blocks are
-// page-granular (PageHeap). All allocator metadata is private to the node:
-// malloc and free write nothing in the shared region except the header page
-// of a large block, once, when it is handed out.
+// caches refilled in batches from per-class central pools on the node's own
+// small area; large blocks are page-granular (PageHeap), carved from chunks
+// of the job-wide large area that this node claimed (HeapOptions::claim), so
+// that any node can take up to the whole of it. All allocator metadata is
+// private to the node: malloc and free write nothing in the shared region
+// except the header page of a large block, when it is handed out.
 //
-// Any node can ask about any block: the owner and the size class follow from
-// the address, a large block's size from its header. Free() of another
-// node's block goes to the runtime through `remote_free`; the owner later
-// calls FreeLocal().
+// Any node can ask about any block: the owner and the size class of a small
+// block follow from its address, a large block's owner and size from its
+// header. Free() of another node's block goes to the runtime through
+// `remote_free`; the owner later calls FreeLocal().
 //
 // Before the runtime is up, malloc & co go to the bootstrap heap
 // (Heap::Bootstrap(), a constant-initialised object that forwards to the
@@ -18,7 +20,7 @@
 //
 // Thread-safety: every method is thread-safe. Fast paths touch only the
 // calling thread's cache; central pools take one lock per size class, the
-// large area one lock.
+// large blocks one lock.
 #pragma once
 
 #include <pthread.h>
@@ -40,11 +42,18 @@ struct HeapOptions {
   size_t size = 0;
   uint32_t nodes = 1;
   uint32_t self = 0;  // this node
-  // Called by Free(p) for a block of another node's slice (with p checked
-  // for shape only; the owner validates it in FreeLocal). Must not block on
-  // the allocator. Null: such frees are fatal.
+  // Called by Free(p) for a block of another node (with p checked for shape
+  // only; the owner validates it in FreeLocal). Must not block on the
+  // allocator. Null: such frees are fatal.
   void (*remote_free)(void* ctx, uint32_t owner, void* p) = nullptr;
   void* remote_free_ctx = nullptr;
+  // Claims `bytes` of the large area (Layout::LargeSize() = `limit` bytes)
+  // for this node, job-wide: sets *offset, from the area's start, and
+  // returns true; false, claiming nothing, when fewer bytes are left. Every
+  // node's hook must draw on one break. Must not allocate in this heap.
+  // Null: a break private to this Heap (one node only).
+  bool (*claim)(void* ctx, uint64_t bytes, uint64_t limit, uint64_t* offset) = nullptr;
+  void* claim_ctx = nullptr;
   // Pages of the region never handed out read as zero, so calloc of a fresh
   // large block needs no memset (and touches no page).
   bool region_zeroed = true;
@@ -130,8 +139,8 @@ class Heap {
     FreeSlow(p);
   }
 
-  // Frees a block of this node's slice on behalf of another node (the
-  // runtime's handler for remote_free batches). Invalid pointers are fatal.
+  // Frees a block of this node on behalf of another node (the runtime's
+  // handler for remote_free batches). Invalid pointers are fatal.
   void FreeLocal(void* p);
 
   void* Calloc(size_t n, size_t size);
@@ -149,14 +158,14 @@ class Heap {
   void* Valloc(size_t size) { return AlignedAlloc(kPage, size); }
   void* Pvalloc(size_t size);
 
-  // Usable bytes of a block of any slice (or the bootstrap arena); >= the
+  // Usable bytes of a block of any node (or the bootstrap arena); >= the
   // size asked for. 0 for nullptr; invalid pointers are fatal.
   size_t UsableSize(const void* p);
-  // Node whose slice holds p; kNoOwner outside the region.
-  uint32_t Owner(const void* p) const {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    return layout_.Contains(a) ? layout_.Owner(a) : kNoOwner;
-  }
+  // Whether p lies in the global region.
+  bool Contains(const void* p) const { return layout_.Contains(reinterpret_cast<uintptr_t>(p)); }
+  // Node that owns the block at p; kNoOwner outside the region or when p is
+  // no large block (read from its header: a page of the shared region).
+  uint32_t Owner(const void* p) const;
 
   const Layout& layout() const { return layout_; }
   uint32_t self() const { return self_; }
@@ -185,10 +194,15 @@ class Heap {
   // large block as the last resort. align: what the caller needs (<= kPage).
   void* MallocClass(uint32_t c, size_t n, size_t align);
   void* LargeAlloc(size_t n, size_t align, bool* fresh);
+  // Claims a chunk of the large area big enough for such a block; false
+  // when the area has no room left.
+  bool ClaimFor(size_t n, size_t align);
+  // The large block's owner from its header, or kNoOwner.
+  uint32_t LargeOwner(uintptr_t a) const;
   void FreeOwn(uintptr_t a, const char* what);
-  // Size class of a well-formed small block of slice `owner`, kNumClasses
-  // for the large area; fatal (`what`) when p cannot be a block.
-  uint32_t ClassOf(uintptr_t a, uint32_t owner, const char* what) const;
+  // Size class of a well-formed small block, kNumClasses for one of the
+  // large area's shape; fatal (`what`) when p cannot be a block.
+  uint32_t ClassOf(uintptr_t a, const char* what) const;
 
   internal::ThreadCache* CacheForThread();
   void ReleaseThreadCache(pthread_t thread);
@@ -209,6 +223,7 @@ class Heap {
   uint32_t self_ = 0;
   HeapOptions opts_;
   PageHeap* large_ = nullptr;
+  std::atomic<uint64_t> break_{0};  // the large area claimed, without a claim hook
   FutexLock caches_mu_;
   internal::ThreadCache* caches_ = nullptr;  // GUARDED_BY(caches_mu_)
   Central central_[kNumClasses];

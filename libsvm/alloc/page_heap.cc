@@ -1,16 +1,22 @@
 #include "libsvm/alloc/page_heap.h"
 
+#include <algorithm>
+
 #include "libsvm/alloc/layout.h"
 
 namespace svm::alloc {
 
-PageHeap::PageHeap(uintptr_t begin, uintptr_t end)
-    : begin_(begin),
-      end_(end),
-      top_(begin),
+PageHeap::PageHeap(uint32_t owner)
+    : owner_(owner),
       free_by_addr_(MetaAllocator<Pair>(&arena_)),
       free_by_size_(MetaAllocator<std::pair<size_t, uintptr_t>>(&arena_)),
-      live_(MetaAllocator<Pair>(&arena_)) {}
+      live_(MetaAllocator<Pair>(&arena_)),
+      used_(MetaAllocator<Pair>(&arena_)) {}
+
+void PageHeap::Add(uintptr_t start, size_t len) {
+  LockGuard g(mu_);
+  InsertFree(start, len);
+}
 
 void PageHeap::EraseFree(ByAddr::iterator it) {
   free_by_size_.erase({it->second, it->first});
@@ -37,23 +43,48 @@ void PageHeap::InsertFree(uintptr_t start, size_t len) {
   free_by_size_.emplace(len, start);
 }
 
+bool PageHeap::Used(uintptr_t a, uintptr_t b) const {
+  auto it = used_.upper_bound(a);
+  if (it != used_.begin() && std::prev(it)->second > a) return true;
+  return it != used_.end() && it->first < b;
+}
+
+void PageHeap::MarkUsed(uintptr_t a, uintptr_t b) {
+  auto it = used_.upper_bound(a);
+  if (it != used_.begin() && std::prev(it)->second >= a) {
+    --it;
+    a = it->first;
+    b = std::max<uintptr_t>(b, it->second);
+    it = used_.erase(it);
+  }
+  while (it != used_.end() && it->first <= b) {
+    b = std::max<uintptr_t>(b, it->second);
+    it = used_.erase(it);
+  }
+  used_.emplace(a, b);
+}
+
 // Takes [start, start+len) (already removed from the free sets), places a
 // block with its header page inside, and returns the slack to the free sets.
-void* PageHeap::Carve(uintptr_t start, size_t len, size_t bytes, size_t align) {
+void* PageHeap::Carve(uintptr_t start, size_t len, size_t bytes, size_t align, bool* fresh) {
   const uintptr_t block = AlignUp(start + kPage, align);
   const uintptr_t end = block + bytes;
   InsertFree(start, block - kPage - start);
   InsertFree(end, start + len - end);
+  *fresh = !Used(block, end);
+  MarkUsed(block - kPage, end);
   live_.emplace(block, bytes);
   LargeHeader* h = HeaderOf(block);
   h->check = kLargeMagic ^ block;
   h->usable = bytes;
+  h->owner = owner_;
   return reinterpret_cast<void*>(block);
 }
 
 void* PageHeap::Allocate(size_t bytes, size_t align, bool* fresh) {
   if (align < kPage) align = kPage;
-  if (bytes > end_ - begin_ || align > end_ - begin_) return nullptr;
+  constexpr size_t kHuge = size_t(1) << 62;  // keeps the sums below from wrapping
+  if (bytes > kHuge || align > kHuge) return nullptr;
   bytes = AlignUp(bytes == 0 ? 1 : bytes, kPage);
   const size_t need = bytes + kPage + (align - kPage);  // worst case with alignment slack
   LockGuard g(mu_);
@@ -61,30 +92,21 @@ void* PageHeap::Allocate(size_t bytes, size_t align, bool* fresh) {
   if (it != free_by_size_.end()) {
     const auto [len, start] = *it;
     EraseFree(free_by_addr_.find(start));
-    *fresh = false;
-    return Carve(start, len, bytes, align);
+    return Carve(start, len, bytes, align, fresh);
   }
-  // Exact fit for an aligned request may exist in a smaller extent; try the
-  // bump area before scanning (large aligned requests are rare).
-  const uintptr_t block = AlignUp(top_ + kPage, align);
-  if (block < top_ || block > end_ || end_ - block < bytes) {
-    // Last resort: scan for an extent that fits once aligned.
+  // An aligned request may still fit a smaller extent, once aligned.
+  if (align > kPage) {
     for (auto& [start, len] : free_by_addr_) {
       const uintptr_t b = AlignUp(start + kPage, align);
       if (b + bytes <= start + len) {
         const uintptr_t s = start;
         const size_t l = len;
         EraseFree(free_by_addr_.find(s));
-        *fresh = false;
-        return Carve(s, l, bytes, align);
+        return Carve(s, l, bytes, align, fresh);
       }
     }
-    return nullptr;
   }
-  const uintptr_t start = top_;
-  top_ = block + bytes;
-  *fresh = true;
-  return Carve(start, top_ - start, bytes, align);
+  return nullptr;
 }
 
 size_t PageHeap::Free(uintptr_t p) {
@@ -115,15 +137,11 @@ bool PageHeap::Resize(uintptr_t p, size_t bytes) {
     const uintptr_t end = p + old;
     const size_t more = bytes - old;
     auto f = free_by_addr_.find(end);
-    if (f != free_by_addr_.end() && f->second >= more) {
-      const size_t len = f->second;
-      EraseFree(f);
-      InsertFree(end + more, len - more);
-    } else if (end == top_ && end_ - top_ >= more) {
-      top_ += more;
-    } else {
-      return false;
-    }
+    if (f == free_by_addr_.end() || f->second < more) return false;
+    const size_t len = f->second;
+    EraseFree(f);
+    InsertFree(end + more, len - more);
+    MarkUsed(end, end + more);
   }
   it->second = bytes;
   HeaderOf(p)->usable = bytes;

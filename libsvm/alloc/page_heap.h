@@ -1,11 +1,13 @@
-// PageHeap: the large-block allocator of one slice's large area.
+// PageHeap: the large-block allocator of one node, on the chunks of the
+// large area the node claimed (Add).
 //
 // Blocks are page-aligned runs of pages, each preceded by one header page
 // (see LargeHeader in layout.h); the header is the only byte of the region
-// the PageHeap writes, once per allocation. Free extents and live blocks are
-// tracked in private memory (MetaArena), so freeing writes nothing shared,
-// and pages never handed out are never touched: an 8 GiB block costs one
-// written page until the program touches it.
+// the PageHeap writes, once per allocation. Free extents, live blocks and
+// the ranges ever handed out are tracked in private memory (MetaArena), so
+// freeing writes nothing shared, and pages never handed out are never
+// touched: an 8 GiB block costs one written page until the program touches
+// it.
 //
 // Thread-safety: all methods take the internal lock.
 #pragma once
@@ -23,10 +25,14 @@ namespace svm::alloc {
 
 class PageHeap {
  public:
-  // Manages [begin, end); both page-aligned.
-  PageHeap(uintptr_t begin, uintptr_t end);
+  // Blocks' headers name `owner`.
+  explicit PageHeap(uint32_t owner);
   PageHeap(const PageHeap&) = delete;
   PageHeap& operator=(const PageHeap&) = delete;
+
+  // Hands [start, start + len) over, never used before; page-aligned. A
+  // chunk that continues a free extent joins it.
+  void Add(uintptr_t start, size_t len);
 
   // A block of at least `bytes`, aligned to `align` (a power of two; page
   // alignment at least), header written. *fresh is set when the block's
@@ -43,7 +49,7 @@ class PageHeap {
   // the pages after it are not free (the caller then moves the block).
   bool Resize(uintptr_t p, size_t bytes);
 
-  // Bytes below the high-water mark that are free (for tests and stats).
+  // Bytes of the added chunks that are free (for tests and stats).
   size_t FreeBytes();
   size_t LiveBlocks();
 
@@ -54,15 +60,18 @@ class PageHeap {
 
   void InsertFree(uintptr_t start, size_t len);  // coalesces; REQUIRES mu_
   void EraseFree(ByAddr::iterator it);           // REQUIRES mu_
-  void* Carve(uintptr_t start, size_t len, size_t bytes, size_t align);  // REQUIRES mu_
+  void* Carve(uintptr_t start, size_t len, size_t bytes, size_t align, bool* fresh);  // REQUIRES mu_
+  // Whether any of [a, b) was ever handed out; marks it so. REQUIRES mu_.
+  bool Used(uintptr_t a, uintptr_t b) const;
+  void MarkUsed(uintptr_t a, uintptr_t b);
 
   FutexLock mu_;
-  const uintptr_t begin_, end_;
-  uintptr_t top_;  // [top_, end_) never handed out
+  const uint32_t owner_;
   MetaArena arena_;
   ByAddr free_by_addr_;  // start -> length
   BySize free_by_size_;  // (length, start)
   ByAddr live_;          // block address -> usable bytes
+  ByAddr used_;          // start -> end of the ranges ever handed out, coalesced
 };
 
 }  // namespace svm::alloc

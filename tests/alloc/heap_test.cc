@@ -224,9 +224,12 @@ TEST(HeapOptions, RejectsBadOptions) {
   TestRegion region(64 * kMiB);
   HeapOptions o = region.Options(2, 2);
   EXPECT_NE(Heap::CheckOptions(o), nullptr);
-  o = region.Options(8, 0);  // 8 MiB slices: too small
+  o = region.Options(8, 0);  // 8 MiB a node: too small
   EXPECT_NE(Heap::CheckOptions(o), nullptr);
   EXPECT_EQ(Heap::CheckOptions(region.Options(2, 1)), nullptr);
+  o = region.Options(2, 1);
+  o.claim = nullptr;  // several nodes must share one break
+  EXPECT_NE(Heap::CheckOptions(o), nullptr);
 }
 
 TEST(HeapDeathTest, InvalidFreeIsFatal) {

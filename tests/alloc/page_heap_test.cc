@@ -14,7 +14,7 @@ constexpr size_t kMiB = size_t(1) << 20;
 
 class PageHeapTest : public ::testing::Test {
  protected:
-  PageHeapTest() : region_(64 * kMiB), heap_(region_.base(), region_.base() + region_.size()) {}
+  PageHeapTest() : region_(64 * kMiB), heap_(3) { heap_.Add(region_.base(), region_.size()); }
   testing::TestRegion region_;
   PageHeap heap_;
 };
@@ -29,6 +29,7 @@ TEST_F(PageHeapTest, BlocksHaveHeadersAndDoNotOverlap) {
     EXPECT_EQ(p % kPage, 0u);
     EXPECT_EQ(HeaderOf(p)->check, kLargeMagic ^ p);
     EXPECT_EQ(HeaderOf(p)->usable, AlignUp(n, kPage));
+    EXPECT_EQ(HeaderOf(p)->owner, 3u);
     EXPECT_EQ(heap_.LiveSize(p), AlignUp(n, kPage));
     for (auto& [q, m] : blocks) EXPECT_TRUE(p >= q + m + kPage || p + n + kPage <= q);
     blocks.push_back({p, AlignUp(n, kPage)});
@@ -63,7 +64,7 @@ TEST_F(PageHeapTest, AlignedBlocksReturnTheirSlack) {
   }
   for (uintptr_t p : ps) heap_.Free(p);
   EXPECT_EQ(heap_.LiveBlocks(), 0u);
-  // Everything below the high-water mark is one free extent again.
+  // Everything is one free extent again.
   auto all = reinterpret_cast<uintptr_t>(heap_.Allocate(heap_.FreeBytes() - kPage, kPage, &fresh));
   EXPECT_EQ(all, region_.base() + kPage);
 }
@@ -89,6 +90,39 @@ TEST_F(PageHeapTest, OutOfSpaceIsNull) {
   EXPECT_EQ(heap_.Allocate(kPage, size_t(1) << 40, &fresh), nullptr);
   EXPECT_NE(heap_.Allocate(64 * kMiB - kPage, kPage, &fresh), nullptr);
   EXPECT_EQ(heap_.Allocate(1, kPage, &fresh), nullptr);
+}
+
+// Chunks arrive as the node claims them: one that continues a free extent
+// joins it; others stay apart. Freshness is per page ever handed out.
+TEST(PageHeapChunks, ChunksJoinWhenAdjacentAndStayFreshUntilUsed) {
+  testing::TestRegion region(16 * kMiB);
+  ASSERT_TRUE(region.ok());
+  const uintptr_t b = region.base();
+  PageHeap h(0);
+  bool fresh = false;
+  EXPECT_EQ(h.Allocate(kPage, kPage, &fresh), nullptr);  // nothing added yet
+  h.Add(b, 2 * kMiB);
+  h.Add(b + 4 * kMiB, 2 * kMiB);
+  EXPECT_EQ(h.FreeBytes(), 4 * kMiB);
+  EXPECT_EQ(h.Allocate(3 * kMiB, kPage, &fresh), nullptr);  // no extent holds it
+  h.Add(b + 2 * kMiB, 2 * kMiB);                           // now one 6 MiB extent
+  auto p = reinterpret_cast<uintptr_t>(h.Allocate(3 * kMiB, kPage, &fresh));
+  EXPECT_EQ(p, b + kPage);
+  EXPECT_TRUE(fresh);
+  h.Free(p);
+  auto q = reinterpret_cast<uintptr_t>(h.Allocate(kMiB, kPage, &fresh));
+  EXPECT_EQ(q, p);
+  EXPECT_FALSE(fresh);  // handed out before
+  // Blocks after it are fresh once they lie beyond the first block.
+  std::vector<uintptr_t> more;
+  for (int i = 0; i < 4; ++i) {
+    more.push_back(reinterpret_cast<uintptr_t>(h.Allocate(kMiB, kPage, &fresh)));
+    EXPECT_EQ(fresh, more.back() >= p + 3 * kMiB) << i;
+  }
+  EXPECT_GE(more.back(), p + 3 * kMiB);
+  h.Free(q);
+  for (uintptr_t m : more) h.Free(m);
+  EXPECT_EQ(h.FreeBytes(), 6 * kMiB);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ class TwoNodes : public ::testing::Test {
   std::unique_ptr<Heap> node_[2];
 };
 
-TEST_F(TwoNodes, EachNodeAllocatesInItsOwnSlice) {
+TEST_F(TwoNodes, EachNodeOwnsWhatItAllocates) {
   for (uint32_t n = 0; n < 2; ++n) {
     for (size_t size : {size_t(8), size_t(5000), size_t(3 * kMiB)}) {
       void* p = node_[n]->Malloc(size);
@@ -90,7 +90,7 @@ TEST_F(TwoNodes, LargeBlockSizeComesFromItsHeader) {
   EXPECT_EQ(a.UsableSize(p), b.UsableSize(p));
   EXPECT_GE(a.UsableSize(p), 3 * kMiB + 5);
   Fill(p, 3 * kMiB + 5, 3);
-  void* q = a.Realloc(p, 4 * kMiB);  // moves into node 0's slice
+  void* q = a.Realloc(p, 4 * kMiB);  // moves to a block of node 0
   EXPECT_EQ(a.Owner(q), 0u);
   EXPECT_TRUE(Check(q, 3 * kMiB + 5, 3));
   ASSERT_EQ(out_[0].sent.size(), 1u);
@@ -151,10 +151,81 @@ TEST_F(TwoNodes, CrossFreesFromManyThreads) {
   for (void* p : again) b.Free(p);
 }
 
+// Issue 16: the large area is the job's. One node takes far more than half
+// of the region, the other still gets what is left, and a block freed by
+// the node that did not allocate it goes back to its owner.
+TEST_F(TwoNodes, OneNodeTakesMostOfTheRegion) {
+  Heap& a = *node_[0];
+  Heap& b = *node_[1];
+  const size_t large = a.layout().LargeSize();
+  const size_t most = large / 4 * 3;
+  char* big = static_cast<char*>(a.Malloc(most));
+  ASSERT_NE(big, nullptr) << "one node cannot allocate 3/4 of the large area";
+  EXPECT_GT(most, region_.size() / 2);
+  EXPECT_EQ(b.Owner(big), 0u);
+  EXPECT_EQ(b.UsableSize(big), a.UsableSize(big));
+  big[most - 1] = 7;
+  // Node 1 gets blocks from the quarter left, until none is left.
+  std::vector<void*> rest;
+  while (void* p = b.Malloc(4 * kMiB)) {
+    EXPECT_EQ(a.Owner(p), 1u);
+    rest.push_back(p);
+  }
+  EXPECT_GT(rest.size() * 4 * kMiB, large / 4 - 2 * a.layout().chunk);  // node 0 rounds up to a chunk
+  EXPECT_LE(region_.claimed(), large);
+  EXPECT_GT(region_.claimed(), large - 2 * a.layout().chunk);
+  // Small blocks live in each node's own area: still there.
+  void* s = b.Malloc(100);
+  ASSERT_NE(s, nullptr);
+  b.Free(s);
+  // Node 1 frees node 0's block: it goes to node 0, which can hand it out
+  // again (to itself).
+  b.Free(big);
+  ASSERT_EQ(out_[1].sent.size(), 1u);
+  EXPECT_EQ(out_[1].sent[0].first, 0u);
+  EXPECT_EQ(a.TEST_LargeLiveBlocks(), 1u);
+  Deliver(1);
+  EXPECT_EQ(a.TEST_LargeLiveBlocks(), 0u);
+  EXPECT_EQ(a.Malloc(most), big);
+  a.Free(big);
+  for (void* p : rest) a.Free(p);
+  Deliver(0);
+  EXPECT_EQ(b.TEST_LargeLiveBlocks(), 0u);
+}
+
+// Chunks are claimed one at a time, as needed: a node that allocates little
+// claims little, and both nodes' claims never overlap.
+TEST_F(TwoNodes, ChunksAreClaimedOnDemandAndDisjoint) {
+  Heap& a = *node_[0];
+  Heap& b = *node_[1];
+  EXPECT_EQ(region_.claimed(), 0u);
+  void* p = a.Malloc(100 * 1024);
+  EXPECT_EQ(region_.claimed(), a.layout().chunk);
+  std::vector<std::pair<uintptr_t, uintptr_t>> blocks;
+  std::vector<void*> all{p};
+  for (int i = 0; i < 200; ++i) {
+    Heap& h = i % 3 == 0 ? a : b;
+    all.push_back(h.Malloc(size_t(70000 + 40000 * (i % 7))));
+    ASSERT_NE(all.back(), nullptr);
+  }
+  for (void* q : all) {
+    const uintptr_t s = reinterpret_cast<uintptr_t>(q);
+    blocks.push_back({s - 4096, s + a.UsableSize(q)});
+  }
+  std::sort(blocks.begin(), blocks.end());
+  for (size_t i = 1; i < blocks.size(); ++i) EXPECT_LE(blocks[i - 1].second, blocks[i].first);
+  for (size_t i = 0; i < all.size(); ++i) (i % 3 == 1 || i == 0 ? a : b).Free(all[i]);
+  Deliver(0);
+  Deliver(1);
+  EXPECT_EQ(a.TEST_LargeLiveBlocks() + b.TEST_LargeLiveBlocks(), 0u);
+}
+
 TEST_F(TwoNodes, FreeLocalOfAnotherNodesBlockDies) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   void* p = node_[1]->Malloc(32);
-  EXPECT_DEATH(node_[0]->FreeLocal(p), "FreeLocal\\(\\): block not in this node's slice");
+  EXPECT_DEATH(node_[0]->FreeLocal(p), "FreeLocal\\(\\): block not of this node");
+  void* big = node_[1]->Malloc(3 * kMiB);
+  EXPECT_DEATH(node_[0]->FreeLocal(big), "FreeLocal\\(\\): block not of this node");
   EXPECT_DEATH(node_[0]->Free(static_cast<char*>(p) + 8), "free\\(\\): invalid pointer");
 }
 

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,18 +36,34 @@ class TestRegion {
   uintptr_t base() const { return reinterpret_cast<uintptr_t>(base_); }
   size_t size() const { return size_; }
 
-  HeapOptions Options(uint32_t nodes = 1, uint32_t self = 0) const {
+  // Heaps made from these options (several nodes) share one break.
+  HeapOptions Options(uint32_t nodes = 1, uint32_t self = 0) {
     HeapOptions o;
     o.base = base();
     o.size = size_;
     o.nodes = nodes;
     o.self = self;
+    o.claim = &Claim;
+    o.claim_ctx = this;
     return o;
   }
+  // The large area claimed so far.
+  uint64_t claimed() const { return break_.load(); }
 
  private:
+  static bool Claim(void* ctx, uint64_t bytes, uint64_t limit, uint64_t* offset) {
+    auto* r = static_cast<TestRegion*>(ctx);
+    uint64_t off = r->break_.load();
+    do {
+      if (off > limit || bytes > limit - off) return false;
+    } while (!r->break_.compare_exchange_weak(off, off + bytes));
+    *offset = off;
+    return true;
+  }
+
   void* base_ = nullptr;
   size_t size_;
+  std::atomic<uint64_t> break_{0};
 };
 
 // Pages of [p, p+len) resident in memory (mincore).

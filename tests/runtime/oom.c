@@ -1,4 +1,4 @@
-/* oom P: an allocation larger than the node's heap slice (run with a small
+/* oom P: an allocation larger than the whole shared heap (run with a small
  * --region-size) returns NULL with ENOMEM, every time, and svm says once on
  * stderr which limit was hit; smaller allocations still work. Prints
  * "oom ok". */

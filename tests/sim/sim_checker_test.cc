@@ -143,6 +143,42 @@ TEST(World, RejectsAnInvalidProgram) {
   EXPECT_EQ(r.failure, Failure::kBadProgram) << r.message;
 }
 
+TEST(World, RejectsMisusedThreadLives) {
+  auto bad = [](auto&& build) {
+    ProgramBuilder b(2, 2, 1);
+    build(b);
+    return RunProgram(Config(2, 2, 1, 1), b.program()).failure == Failure::kBadProgram;
+  };
+  EXPECT_TRUE(bad([](ProgramBuilder& b) {
+    b.Exit(0);
+    b.Signal(0, 1);  // after its Exit
+  }));
+  EXPECT_TRUE(bad([](ProgramBuilder& b) {
+    b.Spawn(0, 3);
+    b.Spawn(1, 3);  // spawned twice
+  }));
+  EXPECT_TRUE(bad([](ProgramBuilder& b) { b.Spawn(2, 2); }));
+  EXPECT_TRUE(bad([](ProgramBuilder& b) { b.Join(0, 1); }));  // 1 never exits
+  EXPECT_FALSE(bad([](ProgramBuilder& b) {
+    b.Exit(1);
+    b.Join(0, 1);
+    b.Spawn(0, 3);
+  }));
+}
+
+// A thread named by a Spawn does not run before it; one never spawned is a
+// deadlock that says so.
+TEST(World, ThreadNeverSpawnedIsADeadlock) {
+  ProgramBuilder c(2, 1, 1);
+  c.Await(c.G(0, 0), 9);
+  c.Spawn(c.G(0, 0), c.G(1, 0));
+  c.Read(c.G(1, 0), c.AddVar(8, 4));
+  const CaseResult r = RunProgram(Config(2, 1, 1, 3), c.program());
+  EXPECT_EQ(r.failure, Failure::kDeadlock) << r.message;
+  EXPECT_NE(r.message.find("n1.t0 op 0 Read(var 0 @0x8 len 4): not spawned"), std::string::npos)
+      << r.message;
+}
+
 TEST(World, StepLimitCatchesNonTermination) {
   CaseConfig c = Config(2, 2, 4, 5);
   c.max_steps = 50;

@@ -31,10 +31,13 @@
 
 namespace svm::sim {
 
+// The simulated threads, as the hosts see them.
 class WakeListener {
  public:
   virtual ~WakeListener() = default;
   virtual void OnWake(NodeId node, ThreadId t) = 0;
+  // Threads of the job alive now (started, not exited).
+  virtual uint32_t LiveThreads() const = 0;
 };
 
 class SimHost final : public Host {
@@ -48,8 +51,7 @@ class SimHost final : public Host {
   void Protect(PageId first, size_t count, Prot prot) override;
   void Wake(ThreadId t) override;
   std::span<IntervalId> Versions(PageId p) override;
-  // Simulated threads live for the whole run.
-  uint32_t JobThreads() override { return network_->nodes() * threads_; }
+  uint32_t JobThreads() override { return listener_->LiveThreads(); }
   uint64_t& SharedMark(PageId p) override;
   void ReadPage(NodeId home, PageId p, bool mark) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,

@@ -39,6 +39,12 @@ const char* ToString(OpKind k) {
       return "Await";
     case OpKind::kProbe:
       return "Probe";
+    case OpKind::kSpawn:
+      return "Spawn";
+    case OpKind::kExit:
+      return "Exit";
+    case OpKind::kJoin:
+      return "Join";
   }
   return "?";
 }
@@ -68,6 +74,14 @@ std::string ToString(const Op& op) {
   return buf;
 }
 
+std::vector<bool> Program::Dormant() const {
+  std::vector<bool> dormant(thread_count(), false);
+  for (const auto& list : ops)
+    for (const Op& op : list)
+      if (op.kind == OpKind::kSpawn && op.id < dormant.size()) dormant[op.id] = true;
+  return dormant;
+}
+
 size_t Program::op_count() const {
   size_t n = 0;
   for (const auto& list : ops) n += list.size();
@@ -93,6 +107,8 @@ Status Program::Validate() const {
       owner[a] = static_cast<int32_t>(v);
     }
   }
+  std::set<uint64_t> spawned;
+  auto exits = [&](uint64_t t) { return !ops[t].empty() && ops[t].back().kind == OpKind::kExit; };
   for (uint32_t g = 0; g < thread_count(); ++g) {
     std::set<LockId> held;
     for (size_t i = 0; i < ops[g].size(); ++i) {
@@ -119,6 +135,19 @@ Status Program::Validate() const {
         case OpKind::kBarrier:
           if (op.total == 0 || op.local == 0 || op.local > threads || op.total < op.local) {
             return Status::InvalidArgument(where + ": bad barrier counts");
+          }
+          break;
+        case OpKind::kSpawn:
+          if (op.id >= thread_count() || op.id == g || !spawned.insert(op.id).second) {
+            return Status::InvalidArgument(where + ": spawns itself, no thread or one spawned twice");
+          }
+          break;
+        case OpKind::kExit:
+          if (i + 1 != ops[g].size()) return Status::InvalidArgument(where + ": Exit is not last");
+          break;
+        case OpKind::kJoin:
+          if (op.id >= thread_count() || op.id == g || !exits(op.id)) {
+            return Status::InvalidArgument(where + ": joins itself or a thread that never exits");
           }
           break;
         default:
@@ -235,6 +264,26 @@ void ProgramBuilder::Probe(uint32_t g, uint64_t probe) {
   Op op;
   op.kind = OpKind::kProbe;
   op.id = probe;
+  program_.ops[g].push_back(op);
+}
+
+void ProgramBuilder::Spawn(uint32_t g, uint32_t target) {
+  Op op;
+  op.kind = OpKind::kSpawn;
+  op.id = target;
+  program_.ops[g].push_back(op);
+}
+
+void ProgramBuilder::Exit(uint32_t g) {
+  Op op;
+  op.kind = OpKind::kExit;
+  program_.ops[g].push_back(op);
+}
+
+void ProgramBuilder::Join(uint32_t g, uint32_t target) {
+  Op op;
+  op.kind = OpKind::kJoin;
+  op.id = target;
   program_.ops[g].push_back(op);
 }
 

@@ -5,17 +5,25 @@
 // thread g runs on node g / threads as local thread g % threads.
 //
 // Operations are the synchronisation and data accesses of a pthreads program
-// (Acquire, Release, Read, Write, Add, Barrier) and three simulator-only
-// operations that never reach the protocol: Signal/Await order threads for a
-// targeted scenario (they create no happens-before edge, so a program that
-// relies on them for data ordering is reported as racy), Probe snapshots the
-// nodes' counters.
+// (Acquire, Release, Read, Write, Add, Barrier), a thread's life (Spawn,
+// Exit: what the job's thread count, Host::JobThreads, follows) and
+// simulator-only operations that never reach the protocol: Signal/Await and
+// Join order threads for a targeted scenario (they create no happens-before
+// edge, so a program that relies on them for data ordering is reported as
+// racy; as in the runtime, a birth or death lock carries the data), Probe
+// snapshots the nodes' counters.
+//
+// A thread named by a Spawn is dormant until that Spawn runs: it neither runs
+// nor counts as a thread of the job. Every other thread counts from the start
+// until its Exit, or to the end if it has none.
 //
 // Invariants of a well-formed program (Validate):
 //  1. Variables lie inside the region, do not overlap, have 1..8 bytes.
 //  2. Every data operation names a variable and uses its address and length.
 //  3. Locks are released only by the thread that holds them, and never
 //     acquired while held by the same thread; every thread ends holding none.
+//  4. A thread is spawned by at most one Spawn, of another thread; Exit is
+//     its thread's last op; Join names another thread that ends in Exit.
 // Value type; not thread-safe.
 #pragma once
 
@@ -49,6 +57,9 @@ enum class OpKind : uint8_t {
   kSignal,   // id = flag: sets the flag (simulator only)
   kAwait,    // id = flag: waits until the flag is set (simulator only)
   kProbe,    // id = probe: snapshot every node's stats (simulator only)
+  kSpawn,    // id = global thread: starts that dormant thread
+  kExit,     // the thread ends and no longer counts as a thread of the job
+  kJoin,     // id = global thread: waits until it has exited (no edge)
 };
 const char* ToString(OpKind k);
 
@@ -76,6 +87,9 @@ struct Program {
   uint32_t thread_count() const { return nodes * threads; }
   uint64_t region_bytes() const { return pages * page_size; }
   size_t op_count() const;
+
+  // By global thread: named by a Spawn, so not started with the job.
+  std::vector<bool> Dormant() const;
 
   // Checks the invariants above.
   Status Validate() const;
@@ -107,6 +121,9 @@ class ProgramBuilder {
   void Signal(uint32_t g, uint64_t flag);
   void Await(uint32_t g, uint64_t flag);
   void Probe(uint32_t g, uint64_t probe);
+  void Spawn(uint32_t g, uint32_t target);
+  void Exit(uint32_t g);
+  void Join(uint32_t g, uint32_t target);
   // A global barrier, then thread 0 of every node reads every variable.
   void FinalCheck(BarrierId b);
 

@@ -351,5 +351,26 @@ TEST(SimScenario, FirstFetchWhileHomeWritesIsAnnounced) {
   }
 }
 
+// Issue 22: the planted "notices are collected at a barrier of every thread
+// even when a node is not in it" needs a node with no thread: one exits, a
+// barrier of every live thread passes, a thread is spawned there.
+TEST(SimScenario, Issue22NoGarbageCollectionWhileANodeHasNoThread) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    for (uint32_t variant = 0; variant < 2; ++variant) {
+      for (uint64_t seed = 1; seed <= Scaled(10); ++seed) {
+        const ScenarioRun run = RunScenario(mode, "gc-while-a-node-has-no-thread", seed, variant);
+        const CaseResult& r = run.result;
+        ASSERT_TRUE(r.ok) << "variant " << variant << ": " << r.message;
+        ASSERT_EQ(r.probes.size(), 1u);
+        for (const NodeStats& n : r.probes[0].stats)
+          EXPECT_EQ(n.notices_collected, 0u) << "variant " << variant << " seed " << seed;
+        EXPECT_GE(r.node_stats[run.scenario.reader].invalidations, 1u);
+        EXPECT_GT(r.node_stats[0].notices_collected, 0u) << "the last barrier collected nothing";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace svm::sim

@@ -520,6 +520,54 @@ void FirstFetchWhileHomeWrites(CaseConfig* c, Scenario* s) {
   s->lock = L;
 }
 
+// Issue 22 ("notices are collected at a barrier of every thread even when a
+// node is not in it"): the last node's only thread reads X (a READ copy) and
+// exits; node 0 joins it, writes X and meets every other live thread at
+// barrier 1, which no thread of the last node is in; then node 0 spawns a
+// thread there (birth lock B, as the runtime does), which must read the new
+// X. The notice of X's write is still owed to the last node: barrier 1 must
+// not collect it. Probe 1 follows barrier 1; barrier 2 (every thread, every
+// node) may collect. Variant 0: 2 nodes, 1: 3 nodes (X homed on node 1).
+void GcWhileANodeHasNoThread(CaseConfig* c, Scenario* s) {
+  const uint32_t N = c->variant % 2 == 0 ? 2 : 3, T = 2, P = 3;
+  Shape(c, N, T, P);
+  c->home_policy = HomePolicy::kCyclic;
+  const NodeId empty = N - 1;
+  s->page = PageHomedAt(N, P, N == 3 ? 1 : 0);
+  s->writer = 0;
+  s->reader = empty;
+  const LockId D = PinnedLock(0, 0x22d), B = PinnedLock(empty, 0x22b);
+  ProgramBuilder b(N, T, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 48, 8);
+  const uint32_t main = b.G(0, 0), leaver = b.G(empty, 0), child = b.G(empty, 1);
+  const uint32_t others = T * (N - 1);  // every thread off the empty node
+  b.Acquire(leaver, D);
+  b.Read(leaver, x);
+  b.Release(leaver, D);
+  b.Exit(leaver);
+  b.Join(main, leaver);
+  b.Acquire(main, D);
+  b.Release(main, D);
+  b.Write(main, x);
+  for (NodeId n = 0; n < empty; ++n)
+    for (ThreadId t = 0; t < T; ++t) b.BarrierOf(b.G(n, t), 1, others, T);
+  b.Probe(main, 1);
+  b.Acquire(main, B);
+  b.Spawn(main, child);
+  b.Release(main, B);
+  b.Acquire(child, B);
+  b.Release(child, B);
+  b.Read(child, x);
+  for (NodeId n = 0; n < empty; ++n)
+    for (ThreadId t = 0; t < T; ++t) b.BarrierOf(b.G(n, t), 2, others + 1, T);
+  b.BarrierOf(child, 2, others + 1, 1);
+  for (NodeId n = 0; n < empty; ++n) b.Read(b.G(n, 0), x);
+  b.Read(child, x);
+  s->program = b.Take();
+  s->thread = child;
+  s->lock = B;
+}
+
 using Builder = void (*)(CaseConfig*, Scenario*);
 
 const std::map<std::string, Builder>& Builders() {
@@ -539,6 +587,7 @@ const std::map<std::string, Builder>& Builders() {
       {"handoff-then-stale-copy", HandoffThenStaleCopy},
       {"barrier-last-arrival", BarrierLastArrivalNotice},
       {"first-fetch-while-home-writes", FirstFetchWhileHomeWrites},
+      {"gc-while-a-node-has-no-thread", GcWhileANodeHasNoThread},
   };
   return builders;
 }

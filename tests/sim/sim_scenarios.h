@@ -31,6 +31,11 @@
 //   first-fetch-while-home-writes
 //                      a remote node's first fetch of an untracked home page
 //                      falls between two home writes of one interval
+//   gc-while-a-node-has-no-thread
+//                      issue 22: a barrier of every live thread that no
+//                      thread of one node is in (its thread exited) must not
+//                      collect the notices that node still needs when a
+//                      thread is spawned there (variant 1: 3 nodes)
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include "protocol/node.h"
 #include "protocol/types.h"
 #include "tests/sim/sim_network.h"
+#include "tests/sim/sim_program.h"
 
 namespace svm::sim {
 
@@ -84,6 +85,13 @@ std::string TraceRing::Format(const TraceEvent& e) const {
     case Ev::kPoll:
       std::snprintf(buf, sizeof buf, "poll n%u%s", e.a, e.z ? " (still waiting)" : "");
       break;
+    case Ev::kLife: {
+      const auto kind = static_cast<OpKind>(e.z);
+      const std::string other = kind == OpKind::kExit ? "" : " " + thread(uint32_t(e.x));
+      std::snprintf(buf, sizeof buf, "%s %s%s%s", thread(e.a).c_str(), ToString(kind),
+                    other.c_str(), e.y ? " (waits)" : "");
+      break;
+    }
   }
   return "[" + std::to_string(e.step) + "] " + buf;
 }

@@ -24,6 +24,7 @@ enum class Ev : uint8_t {
   kAwait,    // a = thread, x = flag, z = 1 if it must wait
   kOneSided, // a = from, b = to, x = page or lock, z = EventKind
   kPoll,     // a = node, z = 1 if it still needs polling afterwards
+  kLife,     // a = thread, x = other thread, z = OpKind (Spawn, Exit, Join), y = 1 if it must wait
 };
 
 struct TraceEvent {

@@ -90,12 +90,18 @@ World::World(const CaseConfig& config, const Program& program)
     nodes_.push_back(std::make_unique<Node>(nc, hosts_[n].get()));
   }
   const uint32_t total = config.nodes * config.threads;
+  const std::vector<bool> dormant = program.Dormant();
   threads_.resize(total);
   for (uint32_t g = 0; g < total; ++g) {
     Thread& th = threads_[g];
     th.g = g;
     th.node = g / config.threads;
     th.t = g % config.threads;
+    if (dormant[g]) {
+      th.state = State::kDormant;
+      continue;
+    }
+    ++live_;
     if (program.ops[g].empty()) {
       th.state = State::kDone;
       ++done_;
@@ -123,6 +129,7 @@ std::string World::ThreadStates() const {
     if (th.state == State::kDone) continue;
     const char* st = th.state == State::kRunnable  ? "runnable"
                      : th.state == State::kBlocked ? "blocked"
+                     : th.state == State::kDormant ? "not spawned"
                                                    : "awaiting";
     s += "  " + Where(th) + ": " + st + "\n";
   }
@@ -324,6 +331,45 @@ void World::StepBarrier(Thread& th, const Op& op) {
   Advance(th);
 }
 
+void World::StepLife(Thread& th, const Op& op) {
+  const uint32_t other = static_cast<uint32_t>(op.id);
+  bool waits = false;
+  switch (op.kind) {
+    case OpKind::kSpawn: {
+      Thread& child = threads_[other];
+      ++live_;
+      if (program_.ops[other].empty()) {
+        child.state = State::kDone;
+        ++done_;
+      } else {
+        SetRunnable(child);
+      }
+      break;
+    }
+    case OpKind::kExit: {
+      --live_;
+      th.exited = true;
+      auto it = joiners_.find(th.g);
+      if (it != joiners_.end()) {
+        for (uint32_t w : it->second) SetRunnable(threads_[w]);
+        joiners_.erase(it);
+      }
+      break;
+    }
+    default:  // kJoin
+      waits = !threads_[other].exited;
+      break;
+  }
+  Record(Ev::kLife, th.g, 0, other, waits, static_cast<uint8_t>(op.kind));
+  if (!waits) {
+    Advance(th);
+    return;
+  }
+  ClearRunnable(th);
+  th.state = State::kAwaiting;
+  joiners_[other].push_back(th.g);
+}
+
 void World::StepThread(Thread& th) {
   const Op& op = program_.ops[th.g][th.pc];
   switch (op.kind) {
@@ -380,6 +426,11 @@ void World::StepThread(Thread& th) {
       Advance(th);
       return;
     }
+    case OpKind::kSpawn:
+    case OpKind::kExit:
+    case OpKind::kJoin:
+      StepLife(th, op);
+      return;
   }
 }
 

@@ -53,9 +53,10 @@ class World final : public WakeListener {
   CaseResult Run();
 
   void OnWake(NodeId node, ThreadId t) override;
+  uint32_t LiveThreads() const override { return live_; }
 
  private:
-  enum class State : uint8_t { kRunnable, kBlocked, kAwaiting, kDone };
+  enum class State : uint8_t { kDormant, kRunnable, kBlocked, kAwaiting, kDone };
   struct Thread {
     uint32_t g = 0;
     NodeId node = 0;
@@ -67,6 +68,7 @@ class World final : public WakeListener {
     uint32_t piece = 0;         // data op: pieces done (Add: reads, then writes)
     uint64_t value = 0;         // kAdd: value read so far
     uint64_t requested_step = 0;
+    bool exited = false;
   };
   struct Piece {
     uint64_t addr;
@@ -77,6 +79,7 @@ class World final : public WakeListener {
   void StepData(Thread& th, const Op& op);
   void StepAcquire(Thread& th, const Op& op);
   void StepBarrier(Thread& th, const Op& op);
+  void StepLife(Thread& th, const Op& op);
   void Deliver(Pair p);
   void DeliverOneSided(Pair p, Event& e);
   void PostLockDone(NodeId home, NodeId to, LockId l, const VectorTime& timestamp);
@@ -109,6 +112,8 @@ class World final : public WakeListener {
   std::vector<NodeId> polls_;      // nodes worth polling at this step
   std::set<uint64_t> flags_;
   std::map<uint64_t, std::vector<uint32_t>> flag_waiters_;
+  std::map<uint32_t, std::vector<uint32_t>> joiners_;  // by thread joined
+  uint32_t live_ = 0;                                  // LiveThreads()
   uint32_t calling_ = UINT32_MAX;  // thread inside a Node call, if any
   size_t done_ = 0;
   uint64_t step_ = 0;
