@@ -11,13 +11,39 @@
 #include <vector>
 
 #include "nic_ext/fake/fake_transport.h"
+#ifdef SVM_HAVE_OFI
+#include "nic_ext/ofi/ofi_transport.h"
+#endif
 #include "nic_ext/tcp/tcp_transport.h"
 #include "nic_ext/transport.h"
 
 namespace svm::nic::testing {
 
-enum class Backend { kFake, kTcp };
-inline const char* ToString(Backend b) { return b == Backend::kFake ? "fake" : "tcp"; }
+// kOfiTcp, kOfiShm: the ofi backend over libfabric's tcp;ofi_rxm and shm
+// providers (built when libfabric is found; OfiSkipReason says when not).
+enum class Backend { kFake, kTcp, kOfiTcp, kOfiShm };
+inline const char* ToString(Backend b) {
+  switch (b) {
+    case Backend::kFake: return "fake";
+    case Backend::kTcp: return "tcp";
+    case Backend::kOfiTcp: return "ofi_tcp";
+    case Backend::kOfiShm: return "ofi_shm";
+  }
+  return "?";
+}
+inline bool IsOfi(Backend b) { return b == Backend::kOfiTcp || b == Backend::kOfiShm; }
+inline const char* OfiProvider(Backend b) { return b == Backend::kOfiShm ? "shm" : "tcp;ofi_rxm"; }
+
+// Empty if backend b can run here; else why not (a skip reason).
+inline std::string OfiSkipReason(Backend b) {
+  if (!IsOfi(b)) return "";
+#ifdef SVM_HAVE_OFI
+  Status s = ProbeOfi(OfiProvider(b));
+  return s.ok() ? "" : s.ToString();
+#else
+  return "libfabric was not found at build time: the ofi backend is not built";
+#endif
+}
 
 inline constexpr RegionId kRegion = 3;
 inline constexpr auto kTimeout = std::chrono::seconds(30);  // generous: 2 loaded cores
@@ -36,6 +62,21 @@ struct Cluster {
     if (backend == Backend::kFake) {
       auto fabric = MakeFakeFabric(n);
       for (NodeId i = 0; i < n; ++i) nics.push_back(MakeFakeNic(fabric, i));
+    } else if (IsOfi(backend)) {
+#ifdef SVM_HAVE_OFI
+      for (NodeId i = 0; i < n; ++i) {
+        OfiOptions o;
+        o.self = i;
+        o.num_nodes = n;
+        o.provider = OfiProvider(backend);
+        std::unique_ptr<OfiNic> t;
+        Status s = OfiNic::Create(o, &t);
+        EXPECT_TRUE(s.ok()) << s.ToString();
+        if (!s.ok()) return;
+        addresses.push_back(t->listen_address());
+        nics.push_back(std::move(t));
+      }
+#endif
     } else {
       for (NodeId i = 0; i < n; ++i) {
         TcpOptions o = tmpl;
