@@ -18,6 +18,9 @@
 #include <spdlog/spdlog.h>
 
 #include "libsvm/log.h"
+#ifdef SVM_HAVE_OFI
+#include "libsvm/ofi_nic.h"
+#endif
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
 #include "nic_ext/fake/fake_transport.h"
@@ -269,19 +272,27 @@ Status Runtime::Connect() {
   if (opts_.nodes > 1) {
     svmd::ControlConfig cc;
     if (Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok()) return st;
-    nic::TcpOptions to;
-    to.self = opts_.node;
-    to.num_nodes = opts_.nodes;
-    to.epoch = opts_.epoch;
-    to.key = cc.key;
-    to.latency_ns = opts_.net_latency_ns;
-    to.bandwidth_bytes_per_s = opts_.net_bandwidth;
-    to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0"
-                                         : opts_.nic_listen;
-    std::unique_ptr<nic::TcpNic> tcp;
-    if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
-    const std::string me = tcp->listen_address();
-    nic_ = std::move(tcp);
+    std::string me;
+#ifdef SVM_HAVE_OFI
+    if (opts_.transport == "ofi") {
+      if (Status st = MakeOfiNic(&opts_, cc, &nic_, &me); !st.ok()) return st;
+    }
+#endif
+    if (nic_ == nullptr) {
+      nic::TcpOptions to;
+      to.self = opts_.node;
+      to.num_nodes = opts_.nodes;
+      to.epoch = opts_.epoch;
+      to.key = cc.key;
+      to.latency_ns = opts_.net_latency_ns;
+      to.bandwidth_bytes_per_s = opts_.net_bandwidth;
+      to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0"
+                                           : opts_.nic_listen;
+      std::unique_ptr<nic::TcpNic> tcp;
+      if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
+      me = tcp->listen_address();
+      nic_ = std::move(tcp);
+    }
     if (Status st = svmd::Rendezvous(cc, me, &peers_); !st.ok()) return st;
     svmd::OnTerminate([this] {
       if (exiting_.load()) return;

@@ -34,6 +34,11 @@ inline constexpr bool kHaveShm = true;
 #else
 inline constexpr bool kHaveShm = false;
 #endif
+#ifdef SVM_HAVE_OFI
+inline constexpr bool kHaveOfi = true;
+#else
+inline constexpr bool kHaveOfi = false;
+#endif
 #ifdef SVM_HAVE_VERBS
 inline constexpr bool kHaveVerbs = true;
 #else
@@ -49,6 +54,7 @@ inline constexpr Choice kTransports[] = {
     {"tcp", true, ""},
     {"shm", kHaveShm, "not built into this svmrun"},
     {"verbs", kHaveVerbs, "not built into this svmrun"},
+    {"ofi", kHaveOfi, "not built into this svmrun (libfabric was not found at build time)"},
 };
 // The default shared region: sparse (address space is cheap; memory is
 // committed only where touched), kRegionPerNode a node so that one node —
@@ -76,6 +82,7 @@ struct Options {
   std::string mode = "base";
   std::string fault = "uffd";
   std::string transport = "tcp";
+  std::string ofi_provider;  // --transport ofi: libfabric provider ("" = libfabric's choice)
   uint64_t region_base = 0x200000000000ull;
   uint64_t region_size = 0;  // 0 until parsed: auto is kRegionPerNode a node
   std::string home = "first-touch";

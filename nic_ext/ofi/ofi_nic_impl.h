@@ -193,7 +193,8 @@ class OfiNicImpl final : public OfiNic {
   std::vector<uint8_t> ctrl_slab_;
   std::vector<Ctx> ctrl_ctx_;
   std::vector<uint64_t> atomic_buf_;  // per slot: result, compare, operand
-  std::vector<uint64_t> lock_words_;  // kOfiMaxLocks x kOfiLockWords
+  uint64_t* lock_words_ = nullptr;    // kOfiMaxLocks x kOfiLockWords, mmap'ed (zero pages until used)
+  size_t lock_bytes_ = 0;
   std::vector<uint8_t> table_;        // this node's region table, as sent
   fid_mr* recv_mr_ = nullptr;
   fid_mr* send_mr_ = nullptr;

@@ -3,6 +3,7 @@
 // the exchange of region tables as the first message to every peer).
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -187,7 +188,10 @@ Status OfiNicImpl::Init() {
   }
   for (uint32_t i = kMaxOutstanding; i-- > 0;) free_.push_back(i);
   atomic_buf_.assign(kMaxOutstanding * 3, 0);
-  lock_words_.assign(size_t{kOfiMaxLocks} * kOfiLockWords, 0);
+  lock_bytes_ = size_t{kOfiMaxLocks} * kOfiLockWords * 8;
+  void* locks = mmap(nullptr, lock_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (locks == MAP_FAILED) return Status::Errno("mmap (lock words)", errno);
+  lock_words_ = static_cast<uint64_t*>(locks);
   const uint32_t recvs = n * (kOfiCredits + kOfiSpareRecvs);
   recv_slab_.assign(size_t{recvs} * kOfiBuffer, 0);
   recv_ctx_.resize(recvs);
@@ -200,7 +204,7 @@ Status OfiNicImpl::Init() {
   const uint64_t salt = opt_.key_salt << 8;
   const uint64_t local = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
   lock_key_ = salt | kOfiLockRegion;
-  if (Status s = RegisterInternal(lock_words_.data(), lock_words_.size() * 8,
+  if (Status s = RegisterInternal(lock_words_, lock_bytes_,
                                   local | FI_REMOTE_READ | FI_REMOTE_WRITE, lock_key_, &lock_mr_);
       !s.ok()) {
     return s;
@@ -237,6 +241,7 @@ OfiNicImpl::~OfiNicImpl() {
   if (domain_ != nullptr) fi_close(&domain_->fid);
   if (fabric_ != nullptr) fi_close(&fabric_->fid);
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (lock_words_ != nullptr) munmap(lock_words_, lock_bytes_);
   fi_freeinfo(info_);
 }
 
@@ -331,7 +336,7 @@ Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
   for (RegionId id = 0; id < kMaxRegions; ++id) {
     if (const MemoryRegion* r = regions_.Get(id)) put(id, r->base, r->length, mrs_[id]);
   }
-  put(kOfiLockRegion, lock_words_.data(), lock_words_.size() * 8, lock_mr_);
+  put(kOfiLockRegion, lock_words_, lock_bytes_, lock_mr_);
   w.PatchU32(0, count);
   if (table_.size() > kOfiMaxMessage) return Status::Unsupported("region table too large");
 

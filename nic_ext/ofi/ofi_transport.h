@@ -18,8 +18,7 @@
 // transport.h holds on every provider; the price is one round trip per WR to
 // the same peer, none across peers.
 //
-// Stricter limits than transport.h: SEND <= kOfiMaxMessage; lock ids <
-// kOfiMaxLocks. Where the provider needs local buffers registered
+// Stricter limits than transport.h: SEND <= kOfiMaxMessage. Where the provider needs local buffers registered
 // (FI_MR_LOCAL: verbs, efa) a buffer outside the registered regions is
 // registered for the one WR.
 //
@@ -38,7 +37,7 @@ namespace svm::nic {
 
 inline constexpr uint32_t kOfiMaxMessage = 64 << 10;  // SEND payload bytes
 inline constexpr uint32_t kOfiCredits = 32;           // SENDs in flight per ordered pair
-inline constexpr uint32_t kOfiMaxLocks = 1u << 16;
+inline constexpr uint32_t kOfiMaxLocks = kMaxLocks;  // lock words are mapped lazily
 static_assert(kOfiMaxMessage <= kMaxMessage && kOfiMaxLocks <= kMaxLocks);
 
 struct OfiOptions {
