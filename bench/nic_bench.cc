@@ -3,7 +3,10 @@
 // bandwidth, and a raw TCP 4 KiB echo over loopback (two threads) measured in
 // the same run as the yardstick. Each is run with completion waits in busy
 // polling and in the default adaptive mode; the raw echo correspondingly
-// spins on non-blocking recv, or blocks in recv.
+// spins on non-blocking recv, or blocks in recv. Where libfabric was found,
+// the same benchmarks run over the ofi backend with the tcp;ofi_rxm and shm
+// providers (names ofi-tcp_*, ofi-shm_*; a provider missing here is skipped
+// with its reason); scripts/bench-ofi adds fi_pingpong beside them.
 //
 // Prints the build facts first, and the ratios to the echo of the same mode
 // at the end. Real time is what counts here (waits are the point).
@@ -27,6 +30,9 @@
 #include <thread>
 #include <vector>
 
+#ifdef SVM_HAVE_OFI
+#include "nic_ext/ofi/ofi_transport.h"
+#endif
 #include "nic_ext/tcp/tcp_transport.h"
 
 #ifndef SVM_BUILD_TYPE
@@ -51,16 +57,39 @@ std::chrono::nanoseconds NicSpin() {
 
 const char* ModeName(WaitMode m) { return m == WaitMode::kBusyPoll ? "busy" : "adaptive"; }
 
-// Two tcp nodes. While an Echo lives, node 1 answers every SEND with a SEND.
+enum class Backend { kTcp, kOfiTcp, kOfiShm };
+const char* Prefix(Backend b) {
+  return b == Backend::kTcp ? "nic" : b == Backend::kOfiTcp ? "ofi-tcp" : "ofi-shm";
+}
+const char* OfiProvider(Backend b) { return b == Backend::kOfiShm ? "shm" : "tcp;ofi_rxm"; }
+
+// Two nodes of one backend. While an Echo lives, node 1 answers every SEND
+// with a SEND.
 class Pair {
  public:
-  explicit Pair(WaitMode mode) : mode_(mode), mem_(2, std::vector<uint64_t>(kRegionBytes / 8)) {
+  Pair(Backend backend, WaitMode mode)
+      : backend_(backend), mode_(mode), mem_(2, std::vector<uint64_t>(kRegionBytes / 8)) {
     std::vector<std::string> addrs;
     JobKey key;
     std::random_device rd;
     for (auto& b : key) b = static_cast<uint8_t>(rd());
     key[0] |= 1;  // never all zero
-    for (NodeId i = 0; i < 2; ++i) {
+    for (NodeId i = 0; i < 2 && backend != Backend::kTcp; ++i) {
+#ifdef SVM_HAVE_OFI
+      OfiOptions o;
+      o.self = i;
+      o.num_nodes = 2;
+      o.provider = OfiProvider(backend);
+      o.source = "127.0.0.1";
+      o.recv_policy = {mode};
+      std::unique_ptr<OfiNic> nic;
+      Check(OfiNic::Create(o, &nic));
+      Check(nic->RegisterRegion({0, mem_[i].data(), kRegionBytes}));
+      addrs.push_back(nic->listen_address());
+      nics_.push_back(std::move(nic));
+#endif
+    }
+    for (NodeId i = 0; i < 2 && backend == Backend::kTcp; ++i) {
       TcpOptions o;
       o.key = key;
       o.self = i;
@@ -89,6 +118,7 @@ class Pair {
 
   Nic& nic(NodeId i) { return *nics_[i]; }
   WaitMode mode() const { return mode_; }
+  Backend backend() const { return backend_; }
 
  private:
   static void Check(const Status& s) {
@@ -109,21 +139,33 @@ class Pair {
     }
   }
 
+  Backend backend_;
   WaitMode mode_;
   std::vector<std::vector<uint64_t>> mem_;
-  std::vector<std::unique_ptr<TcpNic>> nics_;
+  std::vector<std::unique_ptr<Nic>> nics_;
   std::atomic<bool> stop_{false};
   std::thread echo_;
 };
 
 // One pair at a time (an idle pair costs nothing, but keep the box quiet).
 std::unique_ptr<Pair> g_pair;  // reset by main before exit
-Pair& GetPair(WaitMode mode) {
-  if (!g_pair || g_pair->mode() != mode) {
+Pair& GetPair(Backend backend, WaitMode mode) {
+  if (!g_pair || g_pair->mode() != mode || g_pair->backend() != backend) {
     g_pair.reset();
-    g_pair = std::make_unique<Pair>(mode);
+    g_pair = std::make_unique<Pair>(backend, mode);
   }
   return *g_pair;
+}
+
+// Why backend b cannot run here, or "".
+std::string Unavailable(Backend b) {
+  if (b == Backend::kTcp) return "";
+#ifdef SVM_HAVE_OFI
+  Status s = ProbeOfi(OfiProvider(b));
+  return s.ok() ? "" : s.ToString();
+#else
+  return "libfabric not found at build time";
+#endif
 }
 
 Completion WaitOrDie(CompletionQueue& cq, benchmark::State& state) {
@@ -134,8 +176,8 @@ Completion WaitOrDie(CompletionQueue& cq, benchmark::State& state) {
   return c;
 }
 
-void BM_Send64(benchmark::State& state, WaitMode mode) {
-  Pair& p = GetPair(mode);
+void BM_Send64(benchmark::State& state, Backend b, WaitMode mode) {
+  Pair& p = GetPair(b, mode);
   CompletionQueue cq({mode});
   uint8_t buf[64] = {};
   Sge s{buf, sizeof buf};
@@ -153,8 +195,8 @@ void BM_Send64(benchmark::State& state, WaitMode mode) {
   p.StopEcho();
 }
 
-void BM_OneSided(benchmark::State& state, WaitMode mode, Opcode op) {
-  Pair& p = GetPair(mode);
+void BM_OneSided(benchmark::State& state, Backend b, WaitMode mode, Opcode op) {
+  Pair& p = GetPair(b, mode);
   CompletionQueue cq({mode});
   std::vector<uint8_t> buf(kPage, 1);
   Sge s{buf.data(), kPage};
@@ -170,8 +212,8 @@ void BM_OneSided(benchmark::State& state, WaitMode mode, Opcode op) {
 
 // Unsignaled 64 KiB WRITEs, every kStreamWindow-th signaled, at most two
 // windows outstanding.
-void BM_WriteStream(benchmark::State& state, WaitMode mode) {
-  Pair& p = GetPair(mode);
+void BM_WriteStream(benchmark::State& state, Backend b, WaitMode mode) {
+  Pair& p = GetPair(b, mode);
   CompletionQueue cq({mode});
   std::vector<uint8_t> buf(kStreamChunk, 2);
   Sge s{buf.data(), static_cast<uint32_t>(kStreamChunk)};
@@ -297,11 +339,19 @@ void Register() {
       benchmark::RegisterBenchmark((name + "/" + mode).c_str(), fn)->UseRealTime()->Unit(benchmark::kMicrosecond);
     };
     reg("tcp_echo_4k", [m](benchmark::State& s) { BM_TcpEcho(s, m); });
-    reg("nic_send_64", [m](benchmark::State& s) { BM_Send64(s, m); });
-    reg("nic_read_4k", [m](benchmark::State& s) { BM_OneSided(s, m, Opcode::kRead); });
-    reg("nic_write_4k", [m](benchmark::State& s) { BM_OneSided(s, m, Opcode::kWrite); });
-    reg("nic_cas", [m](benchmark::State& s) { BM_OneSided(s, m, Opcode::kCas); });
-    reg("nic_write_stream_64k", [m](benchmark::State& s) { BM_WriteStream(s, m); });
+    for (Backend b : {Backend::kTcp, Backend::kOfiTcp, Backend::kOfiShm}) {
+      const std::string why = Unavailable(b);
+      if (!why.empty()) {
+        std::fprintf(stderr, "nic_bench: %s skipped: %s\n", Prefix(b), why.c_str());
+        continue;
+      }
+      const std::string pre = Prefix(b);
+      reg(pre + "_send_64", [m, b](benchmark::State& s) { BM_Send64(s, b, m); });
+      reg(pre + "_read_4k", [m, b](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kRead); });
+      reg(pre + "_write_4k", [m, b](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kWrite); });
+      reg(pre + "_cas", [m, b](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kCas); });
+      reg(pre + "_write_stream_64k", [m, b](benchmark::State& s) { BM_WriteStream(s, b, m); });
+    }
   }
 }
 
@@ -316,7 +366,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("svm_asserts", "on");
   benchmark::AddCustomContext("svm_warning", "asserts are on: numbers not worth quoting");
 #endif
-  benchmark::AddCustomContext("svm_transport", "tcp (io_uring, loopback, 2 nodes in one process)");
+  benchmark::AddCustomContext("svm_transport",
+                              "nic_*: tcp (io_uring, loopback); ofi-*: libfabric providers; 2 nodes in one process");
   benchmark::AddCustomContext("svm_nic_spin_ns", std::to_string(svm::nic::NicSpin().count()));
   benchmark::AddCustomContext("svm_cpus", std::to_string(std::thread::hardware_concurrency()));
   std::string bt = SVM_BUILD_TYPE;

@@ -9,13 +9,14 @@
 
 namespace svm::rt {
 
-Status MakeOfiNic(Options* o, const svmd::ControlConfig& cc, std::unique_ptr<nic::Nic>* nic,
-                  std::string* address) {
+Status MakeOfiNic(Options* o, const svmd::ControlConfig& cc, const std::string& source,
+                  std::unique_ptr<nic::Nic>* nic, std::string* address) {
   nic::OfiOptions oo;
   oo.self = o->node;
   oo.num_nodes = o->nodes;
   oo.epoch = o->epoch;
   oo.provider = o->ofi_provider;
+  oo.source = source;
   // Memory keys differ from job to job (where the provider lets us choose).
   std::memcpy(&oo.key_salt, cc.key.data(), sizeof oo.key_salt);
   std::unique_ptr<nic::OfiNic> ofi;

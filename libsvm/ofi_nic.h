@@ -12,11 +12,12 @@
 
 namespace svm::rt {
 
-// Opens an ofi NIC for this node (provider o->ofi_provider) and sets
+// Opens an ofi NIC for this node (provider o->ofi_provider; IP providers bind
+// to `source`, this host's address toward the control host) and sets
 // *address to what the peers pass to its Connect. Lowers o->max_send to the
 // backend's SEND limit (longer messages go as fragments). A provider that
 // lacks a capability is refused with one line naming it.
-Status MakeOfiNic(Options* o, const svmd::ControlConfig& cc, std::unique_ptr<nic::Nic>* nic,
-                  std::string* address);
+Status MakeOfiNic(Options* o, const svmd::ControlConfig& cc, const std::string& source,
+                  std::unique_ptr<nic::Nic>* nic, std::string* address);
 
 }  // namespace svm::rt

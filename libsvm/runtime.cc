@@ -275,7 +275,8 @@ Status Runtime::Connect() {
     std::string me;
 #ifdef SVM_HAVE_OFI
     if (opts_.transport == "ofi") {
-      if (Status st = MakeOfiNic(&opts_, cc, &nic_, &me); !st.ok()) return st;
+      const std::string source = LocalAddressToward(cc.control_host);
+      if (Status st = MakeOfiNic(&opts_, cc, source, &nic_, &me); !st.ok()) return st;
     }
 #endif
     if (nic_ == nullptr) {

@@ -136,7 +136,7 @@ class OfiNicImpl final : public OfiNic {
   // Setup (ofi_transport.cc).
   Status RegisterInternal(void* base, size_t len, uint64_t access, uint64_t key, fid_mr** mr);
   Status PostRecv(uint32_t index);
-  void SendTable(NodeId to);
+  Status SendTable(NodeId to);
   Status ParseTable(NodeId from, std::span<const uint8_t> bytes);
 
   // Datapath (ofi_transport_datapath.cc).

@@ -35,15 +35,42 @@ fi_info* Hints(const std::string& provider, bool delivery_complete) {
   return h;
 }
 
-// The first fi_info for `provider`, or Unsupported naming what is missing.
-Status GetInfo(const std::string& provider, fi_info** out) {
+// The first fi_info for `provider` (bound to `source` where the provider
+// speaks IP), or Unsupported naming what is missing.
+Status GetInfo(const std::string& provider, const std::string& source, fi_info** out) {
   const std::string who = provider.empty() ? "libfabric" : fmt::format("ofi provider '{}'", provider);
   int rc = -FI_ENODATA;
   for (bool dc : {true, false}) {
     fi_info* h = Hints(provider, dc);
-    rc = fi_getinfo(kFiVersion, nullptr, nullptr, 0, h, out);
+    fi_info* list = nullptr;
+    rc = fi_getinfo(kFiVersion, nullptr, nullptr, 0, h, &list);
     fi_freeinfo(h);
-    if (rc == 0) return Status::Ok();
+    if (rc != 0) continue;
+    // The first entry, but not an IPv6 one where another exists: a
+    // link-local address cannot be dialled without its scope
+    // (EADDRNOTAVAIL). FI_TCP_IFACE / FI_VERBS_IFACE pick an interface.
+    fi_info* pick = list;
+    for (fi_info* i = list; i != nullptr; i = i->next) {
+      if (i->addr_format != FI_SOCKADDR_IN6) {
+        pick = i;
+        break;
+      }
+    }
+    const bool ip = pick->addr_format == FI_SOCKADDR_IN || pick->addr_format == FI_SOCKADDR_IN6;
+    fi_info* bound = nullptr;
+    if (ip && !source.empty()) {
+      // Interfaces come and go (containers, tests): bind to the one toward
+      // the job's control host rather than to whichever is listed first.
+      fi_info* hb = Hints(provider, dc);
+      hb->fabric_attr->prov_name = hb->fabric_attr->prov_name ? hb->fabric_attr->prov_name
+                                                              : strdup(pick->fabric_attr->prov_name);
+      if (fi_getinfo(kFiVersion, source.c_str(), nullptr, FI_SOURCE, hb, &bound) != 0) bound = nullptr;
+      fi_freeinfo(hb);
+    }
+    *out = fi_dupinfo(bound != nullptr ? bound : pick);
+    if (bound != nullptr) fi_freeinfo(bound);
+    fi_freeinfo(list);
+    return *out != nullptr ? Status::Ok() : Status::Unsupported("fi_dupinfo failed");
   }
   // Say which capability is missing: ask again with less.
   fi_info* h = Hints(provider, false);
@@ -97,7 +124,7 @@ bool Unhex(std::string_view s, std::vector<uint8_t>* out) {
 
 Status ProbeOfi(const std::string& provider, std::string* name) {
   fi_info* info = nullptr;
-  if (Status s = GetInfo(provider, &info); !s.ok()) return s;
+  if (Status s = GetInfo(provider, "", &info); !s.ok()) return s;
   const std::string prov = info->fabric_attr->prov_name;
   fid_fabric* fabric = nullptr;
   fid_domain* domain = nullptr;
@@ -121,7 +148,7 @@ Status OfiNic::Create(const OfiOptions& options, std::unique_ptr<OfiNic>* out) {
     return Status::InvalidArgument("bad node id or count");
   }
   fi_info* info = nullptr;
-  if (Status s = GetInfo(options.provider, &info); !s.ok()) return s;
+  if (Status s = GetInfo(options.provider, options.source, &info); !s.ok()) return s;
   auto nic = std::make_unique<OfiNicImpl>(options, info);
   if (Status s = nic->Init(); !s.ok()) return s;
   *out = std::move(nic);
@@ -268,7 +295,7 @@ Status OfiNicImpl::RegisterRegion(const MemoryRegion& r) {
 // The table: u32 count, then {u32 id, u32 0, u64 addr, u64 key, u64 length};
 // the lock words have id kOfiLockRegion. REQUIRES: mu_ not held (a provider
 // may need progress, on the progress thread, before it takes the send).
-void OfiNicImpl::SendTable(NodeId to) {
+Status OfiNicImpl::SendTable(NodeId to) {
   OfiHeader h{static_cast<uint8_t>(OfiMsg::kTable), 0, static_cast<uint16_t>(self()), 0, 0, opt_.epoch, 0};
   uint8_t* buf = send_slab_.data() + size_t{to} * kOfiBuffer;
   std::memcpy(buf, &h, sizeof h);
@@ -288,8 +315,10 @@ void OfiNicImpl::SendTable(NodeId to) {
   if (rc != 0) {
     std::lock_guard<std::mutex> l(mu_);
     peers_[to].ctrl_busy = false;
-    spdlog::error("nic {}: sending the region table to node {}: {}", self(), to, fi_strerror(static_cast<int>(-rc)));
+    return Status::IoError(fmt::format("nic {}: sending the region table to node {} ({}): {}", self(), to,
+                                       provider(), fi_strerror(static_cast<int>(-rc))));
   }
+  return Status::Ok();
 }
 
 Status OfiNicImpl::ParseTable(NodeId from, std::span<const uint8_t> bytes) {
@@ -342,7 +371,9 @@ Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
 
   started_ = true;
   thread_ = std::thread([this] { ProgressLoop(); });
-  for (NodeId to = 0; to < num_nodes(); ++to) SendTable(to);
+  for (NodeId to = 0; to < num_nodes(); ++to) {
+    if (Status s = SendTable(to); !s.ok()) return s;
+  }
   std::unique_lock<std::mutex> l(mu_);
   const bool all = cv_.wait_for(l, opt_.setup_timeout, [&] {
     bool sent = true;

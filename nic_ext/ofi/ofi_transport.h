@@ -44,6 +44,7 @@ struct OfiOptions {
   NodeId self = 0;
   uint32_t num_nodes = 1;
   std::string provider;   // e.g. "tcp;ofi_rxm", "shm"; empty: libfabric's first choice
+  std::string source;     // IP providers: the local address to bind; empty: the first interface
   uint32_t epoch = 0;     // job epoch; messages of another epoch are dropped
   uint64_t key_salt = 0;  // mixed into the memory keys this Nic asks for
   WaitPolicy recv_policy;

@@ -69,6 +69,7 @@ struct Cluster {
         o.self = i;
         o.num_nodes = n;
         o.provider = OfiProvider(backend);
+        o.source = "127.0.0.1";
         std::unique_ptr<OfiNic> t;
         Status s = OfiNic::Create(o, &t);
         EXPECT_TRUE(s.ok()) << s.ToString();
