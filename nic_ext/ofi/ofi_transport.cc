@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -187,9 +188,12 @@ Status OfiNicImpl::Init() {
   fi_cq_attr cq{};
   cq.format = FI_CQ_FORMAT_MSG;
   cq.size = kMaxOutstanding + size_t{num_nodes()} * (kOfiCredits + kOfiSpareRecvs) * 2;
-  cq.wait_obj = FI_WAIT_FD;
+  // shm (1.17) takes FI_WAIT_FD but a peer's operation does not wake the fd:
+  // its work arrives in shared memory and is seen only when the CQ is read.
+  const bool fd_wakes = prov.rfind("shm", 0) != 0 && std::getenv("SVM_OFI_NAP") == nullptr;
+  cq.wait_obj = fd_wakes ? FI_WAIT_FD : FI_WAIT_NONE;
   if (fi_cq_open(domain_, &cq, &cq_, nullptr) == 0) {
-    if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+    if (!fd_wakes || fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
   } else {
     cq.wait_obj = FI_WAIT_NONE;
     if (int rc = fi_cq_open(domain_, &cq, &cq_, nullptr); rc != 0) return Status::Unsupported(FiErr("fi_cq_open", rc));

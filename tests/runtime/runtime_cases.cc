@@ -7,10 +7,12 @@
 //   runtime_cases --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]...
 //                 [--full] [--timeout SEC] [--transport NAME [--ofi-provider NAME]]
 //   runtime_cases --machine-check BACKEND
+//   runtime_cases --ofi-check PROVIDER
 //
 // --machine-check only asks whether this machine offers the fault backend
 // (a kernel feature): exit 0 if so, else 77 with the reason (tests/splash2
-// skips on that, and on nothing else).
+// skips on that, and on nothing else). --ofi-check asks the same of a
+// libfabric provider ("" = any) for --transport ofi.
 //
 // A case is a program with arguments and the exact lines it must print (in
 // any order: lines of different nodes interleave), run at every point of its
@@ -549,6 +551,16 @@ int main(int argc, char** argv) {
     const svm::Status st = svm::prim::Probe(b);
     if (st.ok()) return 0;
     printf("skipped [%s unavailable: %s]\n", argv[2], st.message().c_str());
+    return 77;
+  }
+  if (argc == 3 && strcmp(argv[1], "--ofi-check") == 0) {
+#ifdef SVM_HAVE_OFI
+    const svm::Status st = svm::nic::ProbeOfi(argv[2]);
+    if (st.ok()) return 0;
+    printf("skipped [--transport ofi unavailable: %s]\n", st.message().c_str());
+#else
+    printf("skipped [--transport ofi: libfabric was not found at build time]\n");
+#endif
     return 77;
   }
   Config cfg;
