@@ -421,7 +421,7 @@ void OfiNicImpl::Shutdown() {
   }
   std::lock_guard<std::mutex> p(poll_mu_);
   std::lock_guard<std::mutex> l(mu_);
-  for (NodeId n = 0; n < num_nodes(); ++n) {
+  for (NodeId n = 0; n < peers_.size(); ++n) {  // empty if Init failed early
     if (peers_[n].alive) PeerLost(n, nullptr);
   }
   closed_.store(true);
