@@ -138,6 +138,7 @@ class OfiNicImpl final : public OfiNic {
   Status PostRecv(uint32_t index);
   Status SendTable(NodeId to);
   Status ParseTable(NodeId from, std::span<const uint8_t> bytes);
+  void UnlinkShmName();
 
   // Datapath (ofi_transport_datapath.cc).
   void ProgressLoop();
@@ -172,6 +173,7 @@ class OfiNicImpl final : public OfiNic {
   bool mr_prov_key_ = false;
   size_t iov_limit_ = 1;
   std::string listen_address_;
+  std::vector<uint8_t> listen_name_;  // fi_getname's bytes
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   fid_av* av_ = nullptr;

@@ -207,6 +207,7 @@ Status OfiNicImpl::Init() {
   if (int rc = fi_getname(&ep_->fid, name.data(), &len); rc != 0) return Status::Unsupported(FiErr("fi_getname", rc));
   name.resize(len);
   listen_address_ = "ofi:" + Hex(name);
+  listen_name_ = name;
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
   const uint32_t n = num_nodes();
@@ -342,6 +343,22 @@ Status OfiNicImpl::ParseTable(NodeId from, std::span<const uint8_t> bytes) {
   return Status::Ok();
 }
 
+// shm names its region /dev/shm/<endpoint name> and unlinks it only in
+// fi_close or on a fatal signal; a node ends with _exit, so the file (MiBs)
+// would outlive the job and a later process of the same pid could not open
+// its endpoint. Every peer has mapped our region once its table arrived
+// (it sent it through that mapping), so the name can go now.
+void OfiNicImpl::UnlinkShmName() {
+  if (provider() != "shm") return;
+  std::string name(listen_name_.begin(), listen_name_.end());
+  name = name.substr(0, name.find('\0'));
+  if (name.rfind("fi_shm://", 0) == 0) name = name.substr(9);
+  if (name.empty() || name.find('/') != std::string::npos) return;
+  if (shm_unlink(name.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("nic {}: shm_unlink({}): {}", self(), name, std::strerror(errno));
+  }
+}
+
 Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
   if (started_) return Status::InvalidArgument("Connect called twice");
   if (addresses.size() != num_nodes()) return Status::InvalidArgument("one address per node");
@@ -388,6 +405,7 @@ Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
     return Status::Timeout(fmt::format("nic {}: {} of {} region tables arrived within {} ms", self(), tables_,
                                        num_nodes(), opt_.setup_timeout.count()));
   }
+  UnlinkShmName();
   return Status::Ok();
 }
 
