@@ -6,8 +6,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -58,8 +60,20 @@ Status GetInfo(const std::string& provider, const std::string& source, fi_info**
       }
     }
     const bool ip = pick->addr_format == FI_SOCKADDR_IN || pick->addr_format == FI_SOCKADDR_IN6;
+    const bool shm = std::string_view(pick->fabric_attr->prov_name) == "shm";
     fi_info* bound = nullptr;
-    if (ip && !source.empty()) {
+    if (shm) {
+      // shm names its region after the endpoint (by default "<pid>:<n>:<n>"):
+      // a file left in /dev/shm by a process of the same pid that died
+      // before unlinking it would make fi_enable fail with EBUSY. A name
+      // of our own, never reused.
+      static std::atomic<uint64_t> seq{0};
+      std::random_device rd;
+      const std::string name = fmt::format("svm-ofi-{}-{}-{:08x}", getpid(), seq++, rd());
+      fi_info* hb = Hints(provider.empty() ? "shm" : provider, dc);
+      if (fi_getinfo(kFiVersion, name.c_str(), nullptr, FI_SOURCE, hb, &bound) != 0) bound = nullptr;
+      fi_freeinfo(hb);
+    } else if (ip && !source.empty()) {
       // Interfaces come and go (containers, tests): bind to the one toward
       // the job's control host rather than to whichever is listed first.
       fi_info* hb = Hints(provider, dc);

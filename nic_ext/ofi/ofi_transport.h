@@ -18,6 +18,10 @@
 // transport.h holds on every provider; the price is one round trip per WR to
 // the same peer, none across peers.
 //
+// When all kMaxOutstanding slots are taken, Post waits (reading the CQ) for
+// some to free, up to setup_timeout, before it answers OutOfRange: WRs to a
+// peer drain one at a time, so bursts queue deeper than on tcp.
+//
 // Stricter limits than transport.h: SEND <= kOfiMaxMessage. Where the provider needs local buffers registered
 // (FI_MR_LOCAL: verbs, efa) a buffer outside the registered regions is
 // registered for the one WR.

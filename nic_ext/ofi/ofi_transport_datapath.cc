@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -608,8 +609,23 @@ Status OfiNicImpl::Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) {
     }
   }
   if (cq->driver_id() != driver_.get()) cq->set_driver(driver_);
-  std::lock_guard<std::mutex> l(mu_);
-  if (wrs.size() > free_.size()) return Status::OutOfRange("too many requests outstanding");
+  if (wrs.size() > kMaxOutstanding) return Status::OutOfRange("more WRs than kMaxOutstanding in one Post");
+  std::unique_lock<std::mutex> l(mu_);
+  // Every slot taken: WRs to one peer go one at a time, so a burst of
+  // unsignaled WRs can queue up faster than it drains. Wait for slots,
+  // helping the CQ along, rather than fail the caller.
+  const auto deadline = Clock::now() + opt_.setup_timeout;
+  while (wrs.size() > free_.size()) {
+    l.unlock();
+    bool did = false;
+    {
+      std::unique_lock<std::mutex> p(poll_mu_, std::try_to_lock);
+      if (p.owns_lock()) did = PollCq();
+    }
+    if (!did) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    l.lock();
+    if (Clock::now() > deadline) return Status::OutOfRange("too many requests outstanding");
+  }
   std::array<bool, kMaxNodes> touched{};
   for (const WorkRequest& wr : wrs) {
     const uint32_t slot = free_.back();
