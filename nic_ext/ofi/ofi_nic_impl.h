@@ -170,7 +170,6 @@ class OfiNicImpl final : public OfiNic {
   fi_info* info_;
   bool mr_local_ = false;
   bool mr_virt_ = false;
-  bool mr_prov_key_ = false;
   size_t iov_limit_ = 1;
   std::string listen_address_;
   std::vector<uint8_t> listen_name_;  // fi_getname's bytes

@@ -184,10 +184,7 @@ Status OfiNicImpl::Init() {
   const uint64_t mode = info_->domain_attr->mr_mode;
   mr_local_ = (mode & FI_MR_LOCAL) != 0;
   mr_virt_ = (mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)) != 0;
-  mr_prov_key_ = (mode & (FI_MR_PROV_KEY | FI_MR_BASIC)) != 0;
-  iov_limit_ = std::max<size_t>(1, std::min(info_->tx_attr->iov_limit, info_->tx_attr->rma_iov_limit == 0
-                                                                         ? size_t{1}
-                                                                         : info_->tx_attr->iov_limit));
+  iov_limit_ = std::max<size_t>(1, info_->tx_attr->iov_limit);  // local iovs per READ
   const std::string prov = provider();
   if (int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) return Status::Unsupported(FiErr("fi_fabric", rc));
   if (int rc = fi_domain(fabric_, info_, &domain_, nullptr); rc != 0) return Status::Unsupported(FiErr("fi_domain", rc));
