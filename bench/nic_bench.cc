@@ -4,7 +4,10 @@
 // run: a raw TCP 4 KiB echo over loopback (two threads), a local 4 KiB memcpy
 // and a futex ping-pong between two threads. Each is run with completion
 // waits in busy polling and in the default adaptive mode; the raw echo
-// correspondingly spins on non-blocking recv, or blocks in recv.
+// correspondingly spins on non-blocking recv, or blocks in recv. Where
+// libfabric was found, the same benchmarks run over the ofi backend with the
+// tcp;ofi_rxm and shm providers (ofi-tcp/*, ofi-shm/*); scripts/bench-ofi adds
+// fi_pingpong beside them.
 //
 // Prints the build facts first, and the ratios to the echo of the same mode
 // at the end. Real time is what counts here (waits are the point).
@@ -32,6 +35,9 @@
 #include <sys/syscall.h>
 
 #include "nic_ext/shm/shm_transport.h"
+#ifdef SVM_HAVE_OFI
+#include "nic_ext/ofi/ofi_transport.h"
+#endif
 #include "nic_ext/tcp/tcp_transport.h"
 #include "util/shared_memory.h"
 
@@ -57,8 +63,17 @@ std::chrono::nanoseconds NicSpin() {
 
 const char* ModeName(WaitMode m) { return m == WaitMode::kBusyPoll ? "busy" : "adaptive"; }
 
-enum class Backend { kTcp, kShm };
-const char* BackendName(Backend b) { return b == Backend::kTcp ? "tcp" : "shm"; }
+enum class Backend { kTcp, kShm, kOfiTcp, kOfiShm };
+const char* BackendName(Backend b) {
+  switch (b) {
+    case Backend::kTcp: return "tcp";
+    case Backend::kShm: return "shm";
+    case Backend::kOfiTcp: return "ofi-tcp";
+    case Backend::kOfiShm: return "ofi-shm";
+  }
+  return "?";
+}
+const char* OfiProvider(Backend b) { return b == Backend::kOfiShm ? "shm" : "tcp;ofi_rxm"; }
 
 // Two nodes of one backend. While an Echo lives, node 1 answers every SEND
 // with a SEND.
@@ -84,7 +99,7 @@ class Pair {
         Check(TcpNic::Create(o, &tcp));
         addrs.push_back(tcp->listen_address());
         nic = std::move(tcp);
-      } else {
+      } else if (backend == Backend::kShm) {
         ShmOptions o;
         o.key = key;
         o.self = i;
@@ -94,6 +109,19 @@ class Pair {
         Check(ShmNic::Create(o, &shm));
         addrs.push_back(shm->listen_address());
         nic = std::move(shm);
+      } else {
+#ifdef SVM_HAVE_OFI
+        OfiOptions o;
+        o.self = i;
+        o.num_nodes = 2;
+        o.provider = OfiProvider(backend);
+        o.source = "127.0.0.1";
+        o.recv_policy = {mode};
+        std::unique_ptr<OfiNic> ofi;
+        Check(OfiNic::Create(o, &ofi));
+        addrs.push_back(ofi->listen_address());
+        nic = std::move(ofi);
+#endif
       }
       Check(nic->RegisterRegion({0, mem_[i].data(), kRegionBytes, mem_[i].fd(), 0}));
       nics_.push_back(std::move(nic));
@@ -370,7 +398,12 @@ void Register() {
     reg("tcp_echo_4k", [m](benchmark::State& s) { BM_TcpEcho(s, m); });
     reg("memcpy_4k", [](benchmark::State& s) { BM_Memcpy4k(s); });
     reg("futex_pingpong", [m](benchmark::State& s) { BM_FutexPingPong(s, m); });
-    for (Backend b : {Backend::kTcp, Backend::kShm}) {
+    std::vector<Backend> backends = {Backend::kTcp, Backend::kShm};
+#ifdef SVM_HAVE_OFI
+    for (Backend b : {Backend::kOfiTcp, Backend::kOfiShm})
+      if (ProbeOfi(OfiProvider(b)).ok()) backends.push_back(b);
+#endif
+    for (Backend b : backends) {
       const std::string n = BackendName(b);
       reg(n + "/nic_send_64", [b, m](benchmark::State& s) { BM_Send64(s, b, m); });
       reg(n + "/nic_read_4k", [b, m](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kRead); });

@@ -89,8 +89,14 @@ constexpr Row kTable[] = {
        if (!prim::ParseBackend(v, &o->fault)) return Bad(k, v, "uffd, uffd-thread or mprotect");
        return Status::Ok();
      }},
-    {"SVM_TRANSPORT", "communication layer (tcp, shm, verbs)",
+    {"SVM_TRANSPORT", "communication layer (tcp, shm, verbs, ofi)",
      [](const char* k, std::string_view v, Options* o) {
+#ifdef SVM_HAVE_OFI
+       if (v == "ofi") {
+         o->transport = v;
+         return Status::Ok();
+       }
+#endif
 #ifdef SVM_HAVE_VERBS
        if (v != "tcp" && v != "shm" && v != "verbs") return Bad(k, v, "tcp, shm or verbs");
 #else
@@ -142,6 +148,11 @@ constexpr Row kTable[] = {
     {"SVM_JOB_EPOCH", "job epoch stamped on every message",
      [](const char* k, std::string_view v, Options* o) {
        return Unsigned(k, v, &o->epoch, 0, UINT32_MAX);
+     }},
+    {"SVM_OFI_PROVIDER", "libfabric provider of --transport ofi (empty: libfabric's choice)",
+     [](const char*, std::string_view v, Options* o) {
+       o->ofi_provider = v;
+       return Status::Ok();
      }},
     {"SVM_NIC_LISTEN", "host:port the NIC listens on",
      [](const char*, std::string_view v, Options* o) {

@@ -25,6 +25,7 @@ struct Options {
   Mode mode = Mode::kBase;
   prim::Backend fault = prim::Backend::kUffd;
   std::string transport = "tcp";
+  std::string ofi_provider;        // SVM_OFI_PROVIDER: --transport ofi's provider ("" = any)
   uint64_t region_base = 0x200000000000ull;
   uint64_t region_size = 1ull << 30;
   HomePolicy home = HomePolicy::kFirstTouch;

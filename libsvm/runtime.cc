@@ -18,6 +18,9 @@
 #include <spdlog/spdlog.h>
 
 #include "libsvm/log.h"
+#ifdef SVM_HAVE_OFI
+#include "libsvm/ofi_nic.h"
+#endif
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
 #include "nic_ext/fake/fake_transport.h"
@@ -275,7 +278,15 @@ Status Runtime::Connect() {
     svmd::ControlConfig cc;
     if (Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok()) return st;
     std::string me;
-    if (Status st = CreateNic(cc, &me); !st.ok()) return st;
+#ifdef SVM_HAVE_OFI
+    if (opts_.transport == "ofi") {
+      const std::string source = LocalAddressToward(cc.control_host);
+      if (Status st = MakeOfiNic(&opts_, cc, source, &nic_, &me); !st.ok()) return st;
+    }
+#endif
+    if (nic_ == nullptr) {
+      if (Status st = CreateNic(cc, &me); !st.ok()) return st;
+    }
     if (Status st = svmd::Rendezvous(cc, me, &peers_); !st.ok()) return st;
     svmd::OnTerminate([this] {
       if (exiting_.load()) return;

@@ -104,6 +104,10 @@ const OptionSpec kTable[] = {
      "transport between nodes: auto is shm when every node is on this host (and no network is modelled), "
      "tcp otherwise", false,
      ADD(CHOICE(kTransports, transport))},
+    {"--ofi-provider", "SVM_OFI_PROVIDER", "",
+     "--transport ofi: the libfabric provider, e.g. tcp;ofi_rxm, shm, verbs;ofi_rxm, efa, cxi (see fi_info -l); "
+     "empty: libfabric's first choice",
+     false, ADD(OPT(ofi_provider)->type_name("NAME"))},
     {"--region-base", "SVM_REGION_BASE", "0x200000000000", "virtual address of the shared region", false,
      ADD(OPT(region_base)
              ->transform(Units(ParseSize, ""))

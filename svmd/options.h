@@ -29,6 +29,11 @@ struct Choice {
   const char* why;   // why it is refused ("not implemented yet", "not built")
 };
 
+#ifdef SVM_HAVE_OFI
+inline constexpr bool kHaveOfi = true;
+#else
+inline constexpr bool kHaveOfi = false;
+#endif
 #ifdef SVM_HAVE_VERBS
 inline constexpr bool kHaveVerbs = true;
 #else
@@ -45,6 +50,7 @@ inline constexpr Choice kTransports[] = {
     {"tcp", true, ""},
     {"shm", true, ""},
     {"verbs", kHaveVerbs, "not built into this svmrun"},
+    {"ofi", kHaveOfi, "not built into this svmrun (libfabric was not found at build time)"},
 };
 // The default shared region: sparse (address space is cheap; memory is
 // committed only where touched), kRegionPerNode a node so that one node —
@@ -72,6 +78,7 @@ struct Options {
   std::string mode = "base";
   std::string fault = "uffd";
   std::string transport = "auto";  // resolved by ResolveTransport before a job starts
+  std::string ofi_provider;  // --transport ofi: libfabric provider ("" = libfabric's choice)
   uint64_t region_base = 0x200000000000ull;
   uint64_t region_size = 0;  // 0 until parsed: auto is kRegionPerNode a node
   std::string home = "first-touch";

@@ -190,6 +190,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_MODE=" + o_.mode,
       "SVM_FAULT=" + o_.fault,
       "SVM_TRANSPORT=" + o_.transport,
+      "SVM_OFI_PROVIDER=" + o_.ofi_provider,
       "SVM_REGION_BASE=" + Hex(o_.region_base),
       "SVM_REGION_SIZE=" + std::to_string(o_.region_size),
       "SVM_HOME=" + o_.home,

@@ -13,20 +13,40 @@
 
 #include "nic_ext/fake/fake_transport.h"
 #include "nic_ext/shm/shm_transport.h"
+#ifdef SVM_HAVE_OFI
+#include "nic_ext/ofi/ofi_transport.h"
+#endif
 #include "nic_ext/tcp/tcp_transport.h"
 #include "nic_ext/transport.h"
 #include "util/shared_memory.h"
 
 namespace svm::nic::testing {
 
-enum class Backend { kFake, kTcp, kShm };
+// kOfiTcp, kOfiShm: the ofi backend over libfabric's tcp;ofi_rxm and shm
+// providers (built when libfabric is found; OfiSkipReason says when not).
+enum class Backend { kFake, kTcp, kShm, kOfiTcp, kOfiShm };
 inline const char* ToString(Backend b) {
   switch (b) {
     case Backend::kFake: return "fake";
     case Backend::kTcp: return "tcp";
     case Backend::kShm: return "shm";
+    case Backend::kOfiTcp: return "ofi_tcp";
+    case Backend::kOfiShm: return "ofi_shm";
   }
   return "?";
+}
+inline bool IsOfi(Backend b) { return b == Backend::kOfiTcp || b == Backend::kOfiShm; }
+inline const char* OfiProvider(Backend b) { return b == Backend::kOfiShm ? "shm" : "tcp;ofi_rxm"; }
+
+// Empty if backend b can run here; else why not (a skip reason).
+inline std::string OfiSkipReason(Backend b) {
+  if (!IsOfi(b)) return "";
+#ifdef SVM_HAVE_OFI
+  Status s = ProbeOfi(OfiProvider(b));
+  return s.ok() ? "" : s.ToString();
+#else
+  return "libfabric was not found at build time: the ofi backend is not built";
+#endif
 }
 
 inline constexpr RegionId kRegion = 3;
@@ -63,6 +83,22 @@ struct Cluster {
         addresses.push_back(t->listen_address());
         nics.push_back(std::move(t));
       }
+    } else if (IsOfi(backend)) {
+#ifdef SVM_HAVE_OFI
+      for (NodeId i = 0; i < n; ++i) {
+        OfiOptions o;
+        o.self = i;
+        o.num_nodes = n;
+        o.provider = OfiProvider(backend);
+        o.source = "127.0.0.1";
+        std::unique_ptr<OfiNic> t;
+        Status s = OfiNic::Create(o, &t);
+        EXPECT_TRUE(s.ok()) << s.ToString();
+        if (!s.ok()) return;
+        addresses.push_back(t->listen_address());
+        nics.push_back(std::move(t));
+      }
+#endif
     } else {
       for (NodeId i = 0; i < n; ++i) {
         TcpOptions o = tmpl;

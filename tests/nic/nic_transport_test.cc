@@ -1,4 +1,5 @@
-// Every work request kind, on every backend that runs here (fake, tcp, shm), with
+// Every work request kind, on every backend that runs here (fake, tcp, shm,
+// ofi over the tcp and shm providers), with
 // 2..4 nodes in this process. No timing assertions: waits are bounded by
 // generous timeouts only.
 #include <gtest/gtest.h>
@@ -24,7 +25,11 @@ std::string Name(const ::testing::TestParamInfo<Param>& p) {
 
 class TransportTest : public ::testing::TestWithParam<Param> {
  protected:
-  void SetUp() override { c_ = std::make_unique<Cluster>(GetParam().backend, GetParam().nodes); }
+  void SetUp() override {
+    if (std::string why = OfiSkipReason(GetParam().backend); !why.empty()) GTEST_SKIP() << why;
+    c_ = std::make_unique<Cluster>(GetParam().backend, GetParam().nodes);
+    if (::testing::Test::HasFailure()) GTEST_FAIL() << "the cluster did not come up";
+  }
   uint32_t n() const { return GetParam().nodes; }
   std::unique_ptr<Cluster> c_;
 };
@@ -329,7 +334,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, TransportTest,
                          ::testing::Values(Param{Backend::kFake, 2}, Param{Backend::kFake, 4},
                                            Param{Backend::kTcp, 2}, Param{Backend::kTcp, 3},
                                            Param{Backend::kTcp, 4}, Param{Backend::kShm, 2},
-                                           Param{Backend::kShm, 3}, Param{Backend::kShm, 4}),
+                                           Param{Backend::kShm, 3}, Param{Backend::kShm, 4},
+                                           Param{Backend::kOfiTcp, 2}, Param{Backend::kOfiTcp, 4},
+                                           Param{Backend::kOfiShm, 2}, Param{Backend::kOfiShm, 3}),
                          Name);
 
 }  // namespace

@@ -5,12 +5,14 @@
 // a matching exit status.
 //
 //   runtime_cases --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]...
-//                 [--full] [--timeout SEC]
+//                 [--full] [--timeout SEC] [--transport NAME [--ofi-provider NAME]]
 //   runtime_cases --machine-check BACKEND
+//   runtime_cases --ofi-check PROVIDER
 //
 // --machine-check only asks whether this machine offers the fault backend
 // (a kernel feature): exit 0 if so, else 77 with the reason (tests/splash2
-// skips on that, and on nothing else).
+// skips on that, and on nothing else). --ofi-check asks the same of a
+// libfabric provider ("" = any) for --transport ofi.
 //
 // A case is a program with arguments and the exact lines it must print (in
 // any order: lines of different nodes interleave), run at every point of its
@@ -33,6 +35,9 @@
 // fewer points (Case::reduced), and not in the other modes; the other modes
 // run every other litmus case at 2 and 4 nodes x 2 threads on uffd, and rf
 // and nil also at 2 nodes x 2 threads on mprotect and uffd-thread (Matrix).
+//
+// --transport (and --ofi-provider) reach svmrun on every point that runs
+// under it; with ofi, a provider this machine lacks skips everything (77).
 //
 // Exit status: 0 when nothing failed and something passed, 77 when every
 // selected point was skipped (ctest's SKIP_RETURN_CODE), 1 on a failure,
@@ -58,6 +63,9 @@
 #include <vector>
 
 #include "libsvm/prim/fault.h"
+#ifdef SVM_HAVE_OFI
+#include "nic_ext/ofi/ofi_transport.h"
+#endif
 
 namespace {
 
@@ -399,6 +407,7 @@ struct Config {
   std::vector<std::string> filters;
   bool list = false, full = false;
   int timeout_s = 60;
+  std::string transport, ofi_provider;  // "": svmrun's defaults
 };
 
 // Why a point cannot run on this machine, or nullopt.
@@ -465,6 +474,8 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
             svm::prim::ToString(p.fault), "--timeout", Str(timeout_s),
             "--preload",         cfg.preload, "--mode", p.mode};
     for (const std::string& f : c.flags) argv.push_back(Expand(f, p, data));
+    if (!cfg.transport.empty()) argv.insert(argv.end(), {"--transport", cfg.transport});
+    if (!cfg.ofi_provider.empty()) argv.insert(argv.end(), {"--ofi-provider", cfg.ofi_provider});
     argv.push_back("--");
   }
   argv.push_back(cfg.bin + "/" + c.program);
@@ -546,7 +557,7 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
 int Usage(const char* me) {
   fprintf(stderr,
           "usage: %s --svmrun PATH --preload PATH --bin DIR [-l] [-f FILTER]... [--full] "
-          "[--timeout SEC]\n       %s --machine-check uffd|uffd-thread|mprotect\n",
+          "[--timeout SEC] [--transport NAME [--ofi-provider NAME]]\n       %s --machine-check uffd|uffd-thread|mprotect\n",
           me, me);
   return 2;
 }
@@ -562,6 +573,16 @@ int main(int argc, char** argv) {
     printf("skipped [%s unavailable: %s]\n", argv[2], st.message().c_str());
     return 77;
   }
+  if (argc == 3 && strcmp(argv[1], "--ofi-check") == 0) {
+#ifdef SVM_HAVE_OFI
+    const svm::Status st = svm::nic::ProbeOfi(argv[2]);
+    if (st.ok()) return 0;
+    printf("skipped [--transport ofi unavailable: %s]\n", st.message().c_str());
+#else
+    printf("skipped [--transport ofi: libfabric was not found at build time]\n");
+#endif
+    return 77;
+  }
   Config cfg;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -573,7 +594,20 @@ int main(int argc, char** argv) {
     else if (a == "-l") cfg.list = true;
     else if (a == "--full") cfg.full = true;
     else if (a == "--timeout") cfg.timeout_s = atoi(value().c_str());
+    else if (a == "--transport") cfg.transport = value();
+    else if (a == "--ofi-provider") cfg.ofi_provider = value();
     else return Usage(argv[0]);
+  }
+  if (cfg.transport == "ofi" && !cfg.list) {
+#ifdef SVM_HAVE_OFI
+    if (const svm::Status st = svm::nic::ProbeOfi(cfg.ofi_provider); !st.ok()) {
+      printf("skipped [--transport ofi unavailable: %s]\n", st.message().c_str());
+      return 77;
+    }
+#else
+    printf("skipped [--transport ofi: libfabric was not found at build time]\n");
+    return 77;
+#endif
   }
   if (!cfg.list && (cfg.svmrun.empty() || cfg.preload.empty() || cfg.bin.empty())) return Usage(argv[0]);
   setvbuf(stdout, nullptr, _IOLBF, 0);
