@@ -9,6 +9,7 @@
 // (SVM_KEY_FILE), forwards their output line by line and their exit
 // statuses, feeds STDIN to node 0, obeys KILL, and kills every node of the
 // job if svmrun goes away. SIGINT/SIGTERM end all sessions and svmd.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -30,12 +31,15 @@
 #include <iterator>
 #include <list>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "util/auth.h"
 #include "control/frame.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
+#include "svmd/agent.h"
+#include "svmd/launch.h"
 #include "svmd/options.h"
 
 namespace svm::svmd {
@@ -61,6 +65,11 @@ class Session {
  public:
   Session(int id, UniqueFd conn, const Key& admin, int stop_fd)
       : id_(id), conn_(std::move(conn)), admin_(admin), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {}
+  // An agent's session (svmd --agent): the connection to svmrun is made
+  // and authenticated already, with this session secret.
+  Session(UniqueFd conn, const Key& session, int stop_fd) : Session(1, std::move(conn), Key{}, stop_fd) {
+    agent_session_ = session;
+  }
   ~Session() { Cleanup(); }
   void Run();
   bool done() const { return done_; }
@@ -90,12 +99,12 @@ class Session {
   bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
-  LocalNode* node0_ = nullptr;
-  std::string stdin_buf_;
+  std::vector<std::pair<LocalNode*, std::string>> stdin_;  // the nodes STDIN feeds, bytes pending each
   bool stdin_eof_ = false;
   bool conn_ok_ = true;
   int64_t kill_at_ = 0;
   FrameReader in_;
+  std::optional<Key> agent_session_;
 };
 
 void Session::Send(MsgType t, std::string_view body) {
@@ -108,7 +117,9 @@ void Session::Send(MsgType t, std::string_view body) {
 
 void Session::Run() {
   Key session;
-  Status s = Authenticate(conn_.get(), admin_, AuthRole::kServer, NowMs() + kHandshakeMs, &session);
+  Status s = agent_session_ ? Status::Ok()
+                            : Authenticate(conn_.get(), admin_, AuthRole::kServer, NowMs() + kHandshakeMs, &session);
+  if (agent_session_) session = *agent_session_;
   if (!s.ok()) {
     spdlog::warn("session {}: refused connection from {}: {}", id_, peer_, s.ToString());
     SetState(SessionState::kClosed);
@@ -162,9 +173,11 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     OutputMsg m{node, uint8_t(stream), std::string(line)};
     Send(MsgType::kOutput, Encode(m));
   };
-  std::vector<std::string> base = CleanEnvironment();
+  // The user's environment (svmrun's, sent in the JOB) over this host's.
+  std::vector<std::string> base = CleanEnvironment(), env;
   for (const auto& e : req.env)
-    if (e.find('=') != std::string::npos) base.push_back(e);
+    if (e.find('=') != std::string::npos) env.push_back(e);
+  OverlayEnvironment(env, &base);
   base.push_back("SVM_KEY_FILE=" + key_path_);
   // --stats: the nodes write their reports here; each goes back to svmrun
   // when its node ends (NODE_STATS before NODE_EXIT).
@@ -187,13 +200,13 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     spec.env = base;
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(id));
     spec.cwd = cwd;
-    spec.stdin_pipe = id == 0;
+    spec.stdin_pipe = req.stdin_node == id || req.stdin_node == kStdinAll;
     auto node = std::make_unique<LocalNode>(id, sink);
     if (s = node->Start(spec); !s.ok()) return Status::InvalidArgument("node " + std::to_string(id) + ": " + s.message());
     spdlog::info("session {}: node {} is pid {}", id_, id, node->pid());
-    if (id == 0) {
-      node0_ = node.get();
-      SetNonblocking(node0_->stdin_fd(), true);
+    if (spec.stdin_pipe) {
+      SetNonblocking(node->stdin_fd(), true);
+      stdin_.push_back({node.get(), ""});
     }
     pids.Str(std::to_string(node->pid()));
     nodes_.push_back(std::move(node));
@@ -234,7 +247,7 @@ void Session::OnConn() {
       break;
     }
     if (f.type == MsgType::kStdin) {
-      stdin_buf_ += f.body;
+      for (auto& [node, pending] : stdin_) pending += f.body;
     } else if (f.type == MsgType::kStdinEof) {
       stdin_eof_ = true;
     } else if (f.type == MsgType::kKill) {
@@ -277,7 +290,8 @@ void Session::Loop() {
       all &= nodes_[i]->finished();
     }
     if (all && !conn_ok_) return;
-    if (node0_ && node0_->stdin_fd() >= 0 && stdin_buf_.empty() && stdin_eof_) node0_->CloseStdin();
+    for (auto& [node, pending] : stdin_)
+      if (node->stdin_fd() >= 0 && pending.empty() && stdin_eof_) node->CloseStdin();
 
     std::vector<pollfd> fds;
     std::vector<std::pair<LocalNode*, int>> who;  // (node, 0 pidfd / 1 output / 2 stdin), or null
@@ -293,9 +307,11 @@ void Session::Loop() {
         fds.push_back({fd, POLLIN, 0});
         who.push_back({n.get(), fd == n->pidfd() ? 0 : 1});
       }
-      if (n.get() == node0_ && n->stdin_fd() >= 0 && !stdin_buf_.empty()) {
-        fds.push_back({n->stdin_fd(), POLLOUT, 0});
-        who.push_back({n.get(), 2});
+    }
+    for (auto& [node, pending] : stdin_) {
+      if (node->stdin_fd() >= 0 && !pending.empty()) {
+        fds.push_back({node->stdin_fd(), POLLOUT, 0});
+        who.push_back({node, 2});
       }
     }
     int64_t now = NowMs();
@@ -315,10 +331,13 @@ void Session::Loop() {
       } else if (kind == 1) {
         node->ReadOutput(fds[i].fd);
       } else if (kind == 2) {
-        ssize_t w = ::write(fds[i].fd, stdin_buf_.data(), stdin_buf_.size());
-        if (w > 0) stdin_buf_.erase(0, size_t(w));
+        LocalNode* target = node;
+        std::string& pending =
+            std::find_if(stdin_.begin(), stdin_.end(), [target](const auto& p) { return p.first == target; })->second;
+        ssize_t w = ::write(fds[i].fd, pending.data(), pending.size());
+        if (w > 0) pending.erase(0, size_t(w));
         else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-          stdin_buf_.clear();
+          pending.clear();
           node->CloseStdin();
         }
       }
@@ -346,7 +365,7 @@ void Session::SendStats(uint32_t node) {
 
 void Session::Cleanup() {
   nodes_.clear();  // SIGKILLs and reaps whatever still runs
-  node0_ = nullptr;
+  stdin_.clear();
   if (!key_path_.empty()) ::unlink(key_path_.c_str());
   if (!dir_.empty()) {
     std::error_code ec;
@@ -356,6 +375,53 @@ void Session::Cleanup() {
   dir_.clear();
 }
 
+// svmd --agent: one session on a connection it makes itself; ends with the
+// job (svmrun closing the connection) or on SIGINT/SIGTERM/SIGHUP.
+int RunAgent(const AgentArgs& args, const std::string& level) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));
+  spdlog::set_pattern(std::string("svmd --agent on ") + host + ": %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  UniqueFd sfd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC));
+  UniqueFd conn;
+  Key session;
+  Status s = ConnectAgent(args, 0, &conn, &session);
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  // The job's stdin comes in STDIN frames; ours was the key's pipe.
+  if (int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC); null >= 0) {
+    ::dup2(null, 0);
+    ::close(null);
+  }
+  Session job(std::move(conn), session, stop.get());
+  std::thread t([&job] { job.Run(); });
+  while (!job.done()) {
+    pollfd p{sfd.get(), POLLIN, 0};
+    if (::poll(&p, 1, 200) > 0) {
+      signalfd_siginfo si;
+      if (::read(sfd.get(), &si, sizeof(si)) == sizeof(si)) {
+        spdlog::info("caught {}; ending the job here", SignalName(int(si.ssi_signo)));
+        uint64_t one = 1;
+        ssize_t w = ::write(stop.get(), &one, sizeof(one));
+        (void)w;
+      }
+    }
+  }
+  t.join();
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::string listen = "0.0.0.0:7117", key_file, level = "info";
   CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
@@ -363,13 +429,27 @@ int Main(int argc, char** argv) {
   app.add_option("--listen", listen, "address and port to listen on (port 0 picks one)")
       ->capture_default_str()
       ->type_name("ADDR:PORT");
-  app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users")
-      ->required()
+  app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users (required unless --agent)")
       ->type_name("FILE");
   std::vector<std::string> levels;
   for (const Choice& c : kLogLevels) levels.push_back(c.name);
   app.add_option("--log-level", level, "log level")->capture_default_str()->check(CLI::IsMember(levels));
+  bool agent = false;
+  AgentArgs agent_args;
+  app.add_flag("--agent", agent,
+               "serve one job for svmrun's ssh/slurm launcher: read the job key from stdin, connect back to "
+               "svmrun, exit with the job");
+  app.add_option("--connect", agent_args.connect_host,
+                 "--agent: svmrun's address (default: SSH_CONNECTION's client, else SLURM_LAUNCH_NODE_IPADDR)")
+      ->type_name("HOST");
+  app.add_option("--connect-port", agent_args.connect_port, "--agent: svmrun's port")->type_name("PORT");
+  app.add_option("--index", agent_args.index, "--agent: this host's index in svmrun's host list")->type_name("N");
   CLI11_PARSE(app, argc, argv);
+  if (agent) return RunAgent(agent_args, level);
+  if (key_file.empty()) {
+    std::fprintf(stderr, "svmd: --key-file is required (or --agent)\n");
+    return 2;
+  }
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] svmd[%P] %l: %v");
