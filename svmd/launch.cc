@@ -150,6 +150,7 @@ Status ParseHostfile(const std::string& text, std::vector<LaunchHost>* hosts) {
         return Status::InvalidArgument("line " + std::to_string(number) + ": unknown '" + key + "'");
       }
     }
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
     AddHost(hosts, name, slots);
   }
   if (hosts->empty()) return Status::InvalidArgument("no hosts in it");
