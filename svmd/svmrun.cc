@@ -395,6 +395,17 @@ Status Job::AwaitAgents(int64_t deadline) {
       agents_.clear();
     }
     if (missing(all).empty()) break;
+    // srun says at once which node it could not launch on, but takes its
+    // time to end the step (and the others never see their key: srun
+    // forwards stdin only once every task runs).
+    for (Starter& st : starters_) {
+      for (const std::string& line : st.lines) {
+        const size_t at = line.find("failed on node ");
+        if (st.launch.what != "srun" || at == std::string::npos) continue;
+        const std::string host = line.substr(at + 15, line.find(':', at + 15) - at - 15);
+        return Status::IoError("cannot start the nodes on host " + host + ": " + line);
+      }
+    }
     // A starter that ended before all its agents called back failed them.
     for (Starter& st : starters_) {
       if (!st.proc->finished() || missing(st.launch.hosts).empty()) continue;
@@ -910,6 +921,8 @@ void Job::Shutdown() {
   }
   // Agents leave once their connection closes, and ssh/srun with them.
   const int64_t until = NowMs() + kGraceMs;
+  for (Starter& st : starters_)
+    if (!st.started && !st.proc->exited()) st.proc->Signal(SIGTERM);  // the job did not start: srun ends its step
   for (Starter& st : starters_) {
     if (st.proc->state() == NodeState::kStarting) continue;
     if (st.proc->exited() && !st.started) continue;

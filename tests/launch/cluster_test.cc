@@ -45,8 +45,10 @@ std::vector<std::string> FakeJob(unsigned reader = 0) {
 void CheckFakeJob(Child& c, int nodes, unsigned reader, const std::string& x_value) {
   for (int k = 0; k < nodes; ++k) {
     const std::string n = "n" + std::to_string(k);
-    for (int j = 0; j < nodes; ++j)
-      if (j != k) ASSERT_TRUE(c.WaitFor(n + " peer " + std::to_string(j) + " ok")) << c.out << c.err;
+    for (int j = 0; j < nodes; ++j) {
+      if (j == k) continue;
+      ASSERT_TRUE(c.WaitFor(n + " peer " + std::to_string(j) + " ok")) << c.out << c.err;
+    }
     ASSERT_TRUE(c.WaitFor(n + " env " + kVar + "=" + kValue)) << c.out << c.err;
     ASSERT_TRUE(c.WaitFor(n + " env GIVEN_BY_X=" + x_value)) << c.out << c.err;
     ASSERT_TRUE(c.WaitFor(n + " cwd " + Cwd())) << c.out << c.err;
@@ -60,10 +62,10 @@ void CheckFakeJob(Child& c, int nodes, unsigned reader, const std::string& x_val
 }
 
 TEST(LauncherSsh, ThreeHostsWithTheUsersEnvironment) {
+  TempDir dir;  // outlives the servers that write into it
   VirtualHosts vh(kHosts, "cs");
   if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
   ASSERT_TRUE(vh.ok());
-  TempDir dir;
   SshCluster ssh(vh, dir);
   if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
   ASSERT_EQ(ssh.error(), "");
@@ -77,10 +79,10 @@ TEST(LauncherSsh, ThreeHostsWithTheUsersEnvironment) {
 }
 
 TEST(LauncherSsh, HostfileSlotsPlaceTheNodes) {
+  TempDir dir;  // outlives the servers that write into it
   VirtualHosts vh(2, "cf");
   if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
   ASSERT_TRUE(vh.ok());
-  TempDir dir;
   SshCluster ssh(vh, dir);
   if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
   ASSERT_EQ(ssh.error(), "");
@@ -98,10 +100,10 @@ TEST(LauncherSsh, HostfileSlotsPlaceTheNodes) {
 
 // A host whose sshd refuses: the job ends at once, with one line naming it.
 TEST(LauncherSsh, RefusedHostEndsTheJobNamingIt) {
+  TempDir dir;  // outlives the servers that write into it
   VirtualHosts vh(kHosts, "cr");
   if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
   ASSERT_TRUE(vh.ok());
-  TempDir dir;
   SshCluster ssh(vh, dir, /*with_sshd=*/2);
   if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
   ASSERT_EQ(ssh.error(), "");
@@ -129,21 +131,22 @@ bool HaveRuntime() { return std::filesystem::exists(Libsvm()) && std::filesystem
 
 TEST(LauncherSsh, SplashFftAcrossThreeHosts) {
   if (!HaveRuntime()) GTEST_SKIP() << "needs libsvm.so and splash2/fft (not built under SVM_SANITIZE)";
+  TempDir dir;  // outlives the servers that write into it
   VirtualHosts vh(kHosts, "cp");
   if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
   ASSERT_TRUE(vh.ok());
-  TempDir dir;
   SshCluster ssh(vh, dir);
   if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
   ASSERT_EQ(ssh.error(), "");
-  Child c({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--ssh", ssh.ssh_command(), "--hosts",
-           vh.ip(0) + "," + vh.ip(1) + "," + vh.ip(2), "--", Fft(), "-p", "3", "-m", "10", "-t"});
+  // fft wants a power of two threads: 4 nodes on 3 hosts.
+  Child c({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "-n", "4", "--ssh", ssh.ssh_command(), "--hosts",
+           vh.ip(0) + "," + vh.ip(1) + "," + vh.ip(2), "--", Fft(), "-p", "4", "-m", "10", "-t"});
   CheckFft(c);
 }
 
 struct Slurm {
+  TempDir dir;  // outlives the servers that write into it
   VirtualHosts vh{kHosts, "cl"};
-  TempDir dir;
   std::unique_ptr<SlurmCluster> cluster;
   std::string skip;
   Slurm() {
@@ -151,8 +154,9 @@ struct Slurm {
     if (skip.empty() && vh.ok()) cluster = std::make_unique<SlurmCluster>(vh, dir);
     if (skip.empty() && cluster) skip = cluster->skip();
   }
-  // salloc -N 3 ARGV..., with the client's environment.
-  std::unique_ptr<Child> Salloc(std::vector<std::string> argv, std::vector<std::string> env) {
+  // salloc -N 3 [-n TASKS] ARGV..., with the client's environment.
+  std::unique_ptr<Child> Salloc(std::vector<std::string> argv, std::vector<std::string> env, int tasks = 0) {
+    if (tasks) argv.insert(argv.begin(), {"-n", std::to_string(tasks)});
     argv.insert(argv.begin(), {"salloc", "-N", std::to_string(kHosts), "-t", "3", "--quiet"});
     for (auto& e : cluster->env()) env.push_back(e);
     return std::make_unique<Child>(argv, env);
@@ -179,8 +183,9 @@ TEST(LauncherSlurm, SplashFftUnderSalloc) {
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
   ASSERT_TRUE(s.vh.ok());
   ASSERT_EQ(s.cluster->error(), "");
-  auto c = s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--", Fft(), "-p", "3", "-m", "10", "-t"},
-                    {});
+  // salloc -N 3 -n 4: Slurm puts 2 tasks on h0, so svmrun 2 nodes there.
+  auto c = s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--", Fft(), "-p", "4", "-m", "10", "-t"},
+                    {}, 4);
   CheckFft(*c);
 }
 

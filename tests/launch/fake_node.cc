@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     }
     std::thread(ServeNic, lfd.release()).detach();
     std::vector<std::string> peers;
-    s = Rendezvous(g_cfg, ip + ":" + std::to_string(port), &peers);
+    s = Rendezvous(g_cfg, JoinHostPort(ip, port), &peers);
     if (!s.ok()) {
       std::fprintf(stderr, "fake_node n%u: rendezvous: %s\n", id, s.ToString().c_str());
       return 71;

@@ -33,6 +33,7 @@ Options Opts(std::vector<std::string> hosts = {}, std::string key = "", std::str
   o.key_file = std::move(key);
   o.hostfile = std::move(hostfile);
   o.program = {"prog"};
+  o.region_size_auto = true;  // as ParseCommandLine leaves it without --region-size
   return o;
 }
 

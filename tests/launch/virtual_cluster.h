@@ -158,10 +158,11 @@ class SlurmCluster {
                        "SlurmctldLogFile=" + dir_ + "/slurmctld.log\nSlurmdLogFile=" + dir_ + "/slurmd-%n.log\n" +
                        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
                        "AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nMpiDefault=none\n"
-                       "SelectType=select/linear\nReturnToService=2\nSlurmctldTimeout=30\nSlurmdTimeout=30\n";
+                       "SelectType=select/linear\nReturnToService=2\nSlurmctldTimeout=30\nSlurmdTimeout=30\n"
+                       "SlurmdParameters=config_overrides\n";
     std::string names;
     for (size_t h = 0; h < vh.size(); ++h) {
-      conf += "NodeName=h" + std::to_string(h) + " NodeAddr=" + vh.ip(h) + " CPUs=1 State=UNKNOWN\n";
+      conf += "NodeName=h" + std::to_string(h) + " NodeAddr=" + vh.ip(h) + " CPUs=2 State=UNKNOWN\n";
       names += (names.empty() ? "h" : ",h") + std::to_string(h);
     }
     conf += "PartitionName=test Nodes=" + names + " Default=YES MaxTime=INFINITE State=UP\n";
