@@ -1103,6 +1103,10 @@ int Main(int argc, char** argv) {
     spdlog::error("--stdin {}: the job has nodes 0..{}", o.stdin_target, o.nodes - 1);
     return 2;
   }
+  if (std::vector<std::string> scratch; !(s = ApplyExports(o.env, getenv, &scratch)).ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
   spdlog::debug("launcher {}: {} nodes on {} hosts", ToString(plan.launcher), o.nodes, plan.hosts.size());
   if (plan.launcher == Launcher::kSsh || plan.launcher == Launcher::kSlurm) {
     o.hosts.clear();  // for the statistics' job record

@@ -78,6 +78,27 @@ TEST(LauncherSsh, ThreeHostsWithTheUsersEnvironment) {
   for (size_t h = 0; h < kHosts; ++h) EXPECT_EQ(NicHost(c.out, h), vh.ip(h)) << c.out;
 }
 
+// IPv6 only: hosts by IPv6 address, the agents call back over IPv6 (the
+// address in SSH_CONNECTION), and the nodes' control and NIC addresses are
+// IPv6 too.
+TEST(LauncherSsh, Ipv6Hosts) {
+  TempDir dir;  // outlives the servers that write into it
+  VirtualHosts vh(kHosts, "c6");
+  if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
+  ASSERT_TRUE(vh.ok());
+  if (!vh.AddIpv6()) GTEST_SKIP() << "IPv6 is turned off in this kernel (ip -6 addr add failed)";
+  SshCluster ssh(vh, dir, SIZE_MAX, /*ipv6=*/true);
+  if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
+  ASSERT_EQ(ssh.error(), "");
+  std::vector<std::string> argv = {Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts",
+                                   vh.ip6(0) + ",[" + vh.ip6(1) + "]," + vh.ip6(2), "-x", "GIVEN_BY_X=6", "--"};
+  for (auto& a : FakeJob()) argv.push_back(a);
+  Child c(argv, {kVar + "=" + kValue});
+  CheckFakeJob(c, kHosts, 0, "6");
+  for (size_t h = 0; h < kHosts; ++h)
+    EXPECT_NE(c.out.find("[" + vh.ip6(h) + "]:"), std::string::npos) << c.out;  // NIC addresses
+}
+
 TEST(LauncherSsh, HostfileSlotsPlaceTheNodes) {
   TempDir dir;  // outlives the servers that write into it
   VirtualHosts vh(2, "cf");

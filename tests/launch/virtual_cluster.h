@@ -75,6 +75,20 @@ class VirtualHosts {
   const std::string& skip() const { return skip_; }
   bool ok() const { return ok_ && skip_.empty(); }
   size_t size() const { return ips_.size(); }
+  // IPv6 addresses too (fd00:...::1 on the bridge, ::1K on host K); false
+  // where this kernel has IPv6 turned off.
+  bool AddIpv6() {
+    const std::string v6 = "fd00:" + subnet_.substr(3, subnet_.find('.', 3) - 3) + ":" +
+                           subnet_.substr(subnet_.find('.', 3) + 1, subnet_.size() - subnet_.find('.', 3) - 2) + "::";
+    if (Sh("ip -6 addr add " + v6 + "1/64 dev " + bridge_ + " nodad") != 0) return false;
+    for (size_t h = 0; h < namespaces_.size(); ++h) {
+      ips6_.push_back(v6 + std::to_string(10 + h));
+      if (Sh("ip netns exec " + namespaces_[h] + " ip -6 addr add " + ips6_.back() + "/64 dev eth0 nodad") != 0)
+        return false;
+    }
+    return true;
+  }
+  const std::string& ip6(size_t h) const { return ips6_[h]; }
   const std::string& ip(size_t h) const { return ips_[h]; }
   const std::string& ns(size_t h) const { return namespaces_[h]; }
   std::string bridge_ip() const { return subnet_ + "1"; }
@@ -89,7 +103,7 @@ class VirtualHosts {
  private:
   bool ok_ = false;
   std::string skip_, subnet_, bridge_;
-  std::vector<std::string> namespaces_, ips_;
+  std::vector<std::string> namespaces_, ips_, ips6_;
   std::vector<std::unique_ptr<Child>> daemons_;
 };
 
@@ -97,8 +111,9 @@ class VirtualHosts {
 // ssh_command() is what svmrun --ssh takes.
 class SshCluster {
  public:
-  // sshd on hosts 0..with_sshd-1 (default: all).
-  SshCluster(VirtualHosts& vh, const TempDir& dir, size_t with_sshd = SIZE_MAX) : dir_(dir.path) {
+  // sshd on hosts 0..with_sshd-1 (default: all), on IPv6 too if asked.
+  SshCluster(VirtualHosts& vh, const TempDir& dir, size_t with_sshd = SIZE_MAX, bool ipv6 = false)
+      : dir_(dir.path) {
     if (access("/usr/sbin/sshd", X_OK) != 0 || access("/usr/bin/ssh-keygen", X_OK) != 0) {
       skip_ = "/usr/sbin/sshd not installed (openssh-server; scripts/install-deps installs it)";
       return;
@@ -118,8 +133,10 @@ class SshCluster {
                                         "/user_key\n  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n"
                                         "  LogLevel ERROR\n  BatchMode yes\n  ConnectTimeout 10\n");
     for (size_t h = 0; h < vh.size() && h < with_sshd; ++h) {
-      Child& d = vh.Start(int(h), {"/usr/sbin/sshd", "-D", "-e", "-f", dir_ + "/sshd_config", "-o",
-                                   "ListenAddress=" + vh.ip(h)});
+      std::vector<std::string> argv = {"/usr/sbin/sshd", "-D", "-e", "-f", dir_ + "/sshd_config", "-o",
+                                       "ListenAddress=" + vh.ip(h)};
+      if (ipv6) argv.insert(argv.end(), {"-o", "ListenAddress=[" + vh.ip6(h) + "]:22"});
+      Child& d = vh.Start(int(h), argv);
       if (!d.WaitFor("Server listening", 20)) {
         error_ = "sshd on " + vh.ip(h) + " did not start: " + d.err;
         return;
