@@ -367,9 +367,10 @@ Status Job::StartAgents() {
 }
 
 Status Job::AwaitAgents(int64_t deadline) {
+  // The hosts among `of` whose agent has not called back, "a,b".
   auto missing = [this](const std::vector<size_t>& of) {
     std::string names;
-    for (size_t h : of.empty() ? std::vector<size_t>() : of)
+    for (size_t h : of)
       if (!hosts_[h]->fd.valid()) names += (names.empty() ? "" : ",") + hosts_[h]->name;
     return names;
   };
@@ -924,9 +925,7 @@ void Job::Shutdown() {
   for (Starter& st : starters_)
     if (!st.started && !st.proc->exited()) st.proc->Signal(SIGTERM);  // the job did not start: srun ends its step
   for (Starter& st : starters_) {
-    if (st.proc->state() == NodeState::kStarting) continue;
-    if (st.proc->exited() && !st.started) continue;
-    while (!st.proc->finished() && NowMs() < until) {
+    while (st.proc->state() != NodeState::kStarting && !st.proc->finished() && NowMs() < until) {
       std::vector<pollfd> fds;
       for (int fd : {st.proc->pidfd(), st.proc->out_fd(), st.proc->err_fd()})
         if (fd >= 0) fds.push_back({fd, POLLIN, 0});
@@ -936,7 +935,6 @@ void Job::Shutdown() {
         if (fd >= 0) st.proc->ReadOutput(fd);
     }
   }
-  if (!starters_.empty() && phase_ != JobPhase::kDone) spdlog::debug("starters done");
   starters_.clear();  // SIGKILLs what is left
   nodes_.clear();  // reaps anything left (never expected here)
   if (!stats_dir_.empty()) {
