@@ -35,8 +35,8 @@ Status FillSlots(uint32_t nodes, const std::string& source, LaunchPlan* plan) {
   uint64_t total = 0;
   for (const LaunchHost& h : plan->hosts) total += h.slots;
   if (nodes > total)
-    return Status::InvalidArgument(std::to_string(nodes) + " nodes, but " + source + " has " +
-                                   std::to_string(total) + " slots");
+    return Status::InvalidArgument(std::to_string(nodes) + " nodes, but " + source + " has " + std::to_string(total) +
+                                   " slots");
   uint32_t id = 0;
   for (size_t i = 0; i < plan->hosts.size() && id < nodes; ++i)
     for (uint32_t k = 0; k < plan->hosts[i].slots && id < nodes; ++k, ++id) {
@@ -61,8 +61,8 @@ bool HostSpecific(std::string_view name) {
   static constexpr const char* kPrefixes[] = {"SLURM_", "SLURMD_", "SSH_", "XDG_SESSION_", "XDG_RUNTIME_"};
   for (const char* p : kPrefixes)
     if (name.starts_with(p)) return true;
-  static constexpr const char* kNames[] = {"HOSTNAME", "HOST", "PWD", "OLDPWD", "SHLVL", "_", "SSH_AUTH_SOCK",
-                                           "DISPLAY", "WINDOWID", "TERM_SESSION_ID"};
+  static constexpr const char* kNames[] = {"HOSTNAME", "HOST",    "PWD",      "OLDPWD",         "SHLVL",
+                                           "_",        "DISPLAY", "WINDOWID", "TERM_SESSION_ID"};
   return std::any_of(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; });
 }
 
@@ -105,7 +105,8 @@ Status ChooseLauncher(const Options& o, const EnvLookup& env, Launcher* out) {
     return Status::Ok();
   }
   if (l == "local") {
-    if (hosts || hostfile) return Status::InvalidArgument("--launcher local runs on this host: drop --hosts/--hostfile");
+    if (hosts || hostfile)
+      return Status::InvalidArgument("--launcher local runs on this host: drop --hosts/--hostfile");
     *out = Launcher::kLocal;
   } else if (l == "svmd") {
     if (!hosts) return Status::InvalidArgument("--launcher svmd needs --hosts: the svmd daemons' addresses");

@@ -36,10 +36,10 @@ const char* ToString(Launcher l);
 using EnvLookup = std::function<const char*(const char*)>;  // getenv
 
 struct LaunchHost {
-  std::string name;                // as given: a name, IPv4 or IPv6 address
+  std::string name;                  // as given: a name, IPv4 or IPv6 address
   uint16_t port = kDefaultSvmdPort;  // svmd only
-  uint32_t slots = 0;              // 0: not given
-  std::vector<uint32_t> nodes;     // node ids placed here
+  uint32_t slots = 0;                // 0: not given
+  std::vector<uint32_t> nodes;       // node ids placed here
 };
 
 struct LaunchPlan {

@@ -94,7 +94,8 @@ Status SlurmHosts(const EnvLookup& env, std::vector<LaunchHost>* hosts) {
   const char* list = FirstOf(env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"});
   if (!list) return Status::InvalidArgument("SLURM_JOB_NODELIST is not set: not inside a Slurm allocation");
   std::vector<std::string> names;
-  if (Status s = ExpandNodelist(list, &names); !s.ok()) return Status::InvalidArgument("SLURM_JOB_NODELIST " + s.message());
+  if (Status s = ExpandNodelist(list, &names); !s.ok())
+    return Status::InvalidArgument("SLURM_JOB_NODELIST " + s.message());
   // Tasks per host: what the allocation asked for (-n, --ntasks-per-node),
   // else one node process a host.
   std::vector<uint32_t> tasks;
@@ -102,7 +103,8 @@ Status SlurmHosts(const EnvLookup& env, std::vector<LaunchHost>* hosts) {
   const char* tpn = FirstOf(env, {"SLURM_TASKS_PER_NODE"});
   const bool asked = FirstOf(env, {"SLURM_NTASKS", "SLURM_NPROCS"}) || per_node;
   if (asked && tpn) {
-    if (Status s = ExpandTasksPerNode(tpn, &tasks); !s.ok()) return Status::InvalidArgument("SLURM_TASKS_PER_NODE " + s.message());
+    if (Status s = ExpandTasksPerNode(tpn, &tasks); !s.ok())
+      return Status::InvalidArgument("SLURM_TASKS_PER_NODE " + s.message());
     if (tasks.size() != names.size())
       return Status::InvalidArgument("SLURM_TASKS_PER_NODE names " + std::to_string(tasks.size()) +
                                      " hosts, SLURM_JOB_NODELIST " + std::to_string(names.size()));

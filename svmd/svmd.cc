@@ -426,7 +426,8 @@ int Main(int argc, char** argv) {
   std::string listen = "0.0.0.0:7117", key_file, level = "info";
   CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
   app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
-  app.add_option("--listen", listen, "address and port to listen on (port 0 picks one)")
+  app.add_option("--listen", listen,
+                 "address and port to listen on (port 0 picks one; [::]:PORT: IPv6 and IPv4; [ADDR]:PORT for IPv6)")
       ->capture_default_str()
       ->type_name("ADDR:PORT");
   app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users (required unless --agent)")
@@ -480,9 +481,9 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", s.message());
     return 1;
   }
-  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
+  std::printf("svmd: listening on %s\n", JoinHostPort(host, bound).c_str());
   std::fflush(stdout);
-  spdlog::info("listening on {}:{}", host, bound);
+  spdlog::info("listening on {}", JoinHostPort(host, bound));
 
   struct Running {
     std::unique_ptr<Session> session;

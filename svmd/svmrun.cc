@@ -417,8 +417,8 @@ Status Job::AwaitAgents(int64_t deadline) {
           why += ": " + *it;
           break;
         }
-      return Status::IoError("cannot start the nodes on host" + std::string(names.find(',') == std::string::npos ? " " : "s ") +
-                             names + ": " + why);
+      const char* hosts = names.find(',') == std::string::npos ? "host " : "hosts ";
+      return Status::IoError("cannot start the nodes on " + std::string(hosts) + names + ": " + why);
     }
     const int64_t now = NowMs();
     if (now >= deadline)

@@ -99,8 +99,8 @@ Status Resolve(const std::string& host, uint16_t port, int socktype, std::vector
   if (wildcard) {  // AF_INET6 first: one dual-stack socket takes both
     std::vector<size_t> order(out->size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return (*out)[a].ss_family == AF_INET6 && (*out)[b].ss_family != AF_INET6; });
+    auto v6 = [&](size_t i) { return (*out)[i].ss_family == AF_INET6; };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v6(a) && !v6(b); });
     std::vector<sockaddr_storage> o2;
     std::vector<socklen_t> l2;
     for (size_t i : order) {

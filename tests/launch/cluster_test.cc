@@ -37,8 +37,9 @@ std::string NicHost(const std::string& out, size_t k) {
 // fake_node on every node: rendezvous, peers checked, environment and
 // directory printed; node `reader` echoes stdin, then reports exit 3.
 std::vector<std::string> FakeJob(unsigned reader = 0) {
-  return {FakeNode(), "--check-peers", "--print-env", kVar, "--print-env", "GIVEN_BY_X", "--print-cwd",
-          "--read-stdin", "--stdin-node", std::to_string(reader), "--wait", "--report-exit", "--exit", "3"};
+  return {
+      FakeNode(),     "--check-peers", "--print-env",          kVar,     "--print-env",   "GIVEN_BY_X", "--print-cwd",
+      "--read-stdin", "--stdin-node",  std::to_string(reader), "--wait", "--report-exit", "--exit",     "3"};
 }
 
 // Waits for every node's checks, feeds stdin, and checks what came back.
@@ -69,9 +70,18 @@ TEST(LauncherSsh, ThreeHostsWithTheUsersEnvironment) {
   SshCluster ssh(vh, dir);
   if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
   ASSERT_EQ(ssh.error(), "");
-  std::vector<std::string> argv = {Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts",
-                                   vh.ip(0) + "," + vh.ip(1) + "," + vh.ip(2), "-x", "GIVEN_BY_X=x value",
-                                   "--stdin", "2", "--"};
+  std::vector<std::string> argv = {Svmrun(),
+                                   "--preload",
+                                   "none",
+                                   "--ssh",
+                                   ssh.ssh_command(),
+                                   "--hosts",
+                                   vh.ip(0) + "," + vh.ip(1) + "," + vh.ip(2),
+                                   "-x",
+                                   "GIVEN_BY_X=x value",
+                                   "--stdin",
+                                   "2",
+                                   "--"};
   for (auto& a : FakeJob(2)) argv.push_back(a);
   Child c(argv, {kVar + "=" + kValue});
   CheckFakeJob(c, kHosts, 2, "x value");
@@ -90,8 +100,16 @@ TEST(LauncherSsh, Ipv6Hosts) {
   SshCluster ssh(vh, dir, SIZE_MAX, /*ipv6=*/true);
   if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
   ASSERT_EQ(ssh.error(), "");
-  std::vector<std::string> argv = {Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts",
-                                   vh.ip6(0) + ",[" + vh.ip6(1) + "]," + vh.ip6(2), "-x", "GIVEN_BY_X=6", "--"};
+  std::vector<std::string> argv = {Svmrun(),
+                                   "--preload",
+                                   "none",
+                                   "--ssh",
+                                   ssh.ssh_command(),
+                                   "--hosts",
+                                   vh.ip6(0) + ",[" + vh.ip6(1) + "]," + vh.ip6(2),
+                                   "-x",
+                                   "GIVEN_BY_X=6",
+                                   "--"};
   for (auto& a : FakeJob()) argv.push_back(a);
   Child c(argv, {kVar + "=" + kValue});
   CheckFakeJob(c, kHosts, 0, "6");
@@ -109,8 +127,8 @@ TEST(LauncherSsh, HostfileSlotsPlaceTheNodes) {
   ASSERT_EQ(ssh.error(), "");
   WriteFile(dir.path + "/hosts", "# two hosts\n" + vh.ip(0) + " slots=2\n" + vh.ip(1) + "\n");
   // No -n: one node a slot, filled host by host, as mpirun does.
-  std::vector<std::string> argv = {Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hostfile",
-                                   dir.path + "/hosts", "-x", "GIVEN_BY_X", "--"};
+  std::vector<std::string> argv = {Svmrun(),     "--preload",         "none", "--ssh",      ssh.ssh_command(),
+                                   "--hostfile", dir.path + "/hosts", "-x",   "GIVEN_BY_X", "--"};
   for (auto& a : FakeJob()) argv.push_back(a);
   Child c(argv, {kVar + "=" + kValue, "GIVEN_BY_X=from svmrun"});
   CheckFakeJob(c, 3, 0, "from svmrun");
@@ -205,8 +223,8 @@ TEST(LauncherSlurm, SplashFftUnderSalloc) {
   ASSERT_TRUE(s.vh.ok());
   ASSERT_EQ(s.cluster->error(), "");
   // salloc -N 3 -n 4: Slurm puts 2 tasks on h0, so svmrun 2 nodes there.
-  auto c = s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--", Fft(), "-p", "4", "-m", "10", "-t"},
-                    {}, 4);
+  auto c =
+      s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--", Fft(), "-p", "4", "-m", "10", "-t"}, {}, 4);
   CheckFft(*c);
 }
 

@@ -12,8 +12,8 @@
 namespace svm::launch_test {
 namespace {
 
-using svmd::LaunchHost;
 using svmd::Launcher;
+using svmd::LaunchHost;
 using svmd::LaunchPlan;
 using svmd::Options;
 
@@ -70,8 +70,8 @@ TEST(LaunchPlan, ExplicitLaunchersRefuseWhatTheyCannotUse) {
 
 TEST(LaunchPlan, HostfileInOpenMpiFormat) {
   std::vector<LaunchHost> hosts;
-  ASSERT_TRUE(svmd::ParseHostfile("# cluster\nn1 slots=4\n\nn2   # one slot\nn1 slots=2 max_slots=8\n[fd00::3] slots=2\n",
-                                  &hosts)
+  ASSERT_TRUE(svmd::ParseHostfile(
+                  "# cluster\nn1 slots=4\n\nn2   # one slot\nn1 slots=2 max_slots=8\n[fd00::3] slots=2\n", &hosts)
                   .ok());
   ASSERT_EQ(hosts.size(), 3u);
   EXPECT_EQ(hosts[0].name, "n1");

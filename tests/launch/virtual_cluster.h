@@ -112,8 +112,7 @@ class VirtualHosts {
 class SshCluster {
  public:
   // sshd on hosts 0..with_sshd-1 (default: all), on IPv6 too if asked.
-  SshCluster(VirtualHosts& vh, const TempDir& dir, size_t with_sshd = SIZE_MAX, bool ipv6 = false)
-      : dir_(dir.path) {
+  SshCluster(VirtualHosts& vh, const TempDir& dir, size_t with_sshd = SIZE_MAX, bool ipv6 = false) : dir_(dir.path) {
     if (access("/usr/sbin/sshd", X_OK) != 0 || access("/usr/bin/ssh-keygen", X_OK) != 0) {
       skip_ = "/usr/sbin/sshd not installed (openssh-server; scripts/install-deps installs it)";
       return;
@@ -133,7 +132,7 @@ class SshCluster {
                                         "/user_key\n  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n"
                                         "  LogLevel ERROR\n  BatchMode yes\n  ConnectTimeout 10\n");
     for (size_t h = 0; h < vh.size() && h < with_sshd; ++h) {
-      std::vector<std::string> argv = {"/usr/sbin/sshd", "-D", "-e", "-f", dir_ + "/sshd_config", "-o",
+      std::vector<std::string> argv = {"/usr/sbin/sshd",           "-D", "-e", "-f", dir_ + "/sshd_config", "-o",
                                        "ListenAddress=" + vh.ip(h)};
       if (ipv6) argv.insert(argv.end(), {"-o", "ListenAddress=[" + vh.ip6(h) + "]:22"});
       Child& d = vh.Start(int(h), argv);
@@ -167,18 +166,20 @@ class SlurmCluster {
     std::string short_host(host);
     short_host = short_host.substr(0, short_host.find('.'));
     const int ctl_port = FreePort();
-    std::string conf = "ClusterName=svmtest\nSlurmctldHost=" + short_host + "(" + vh.bridge_ip() + ")\n" +
-                       "SlurmctldPort=" + std::to_string(ctl_port) + "\nSlurmdPort=" + std::to_string(ctl_port + 1) +
-                       "\nAuthType=auth/none\nCredType=cred/none\nSlurmUser=root\nSlurmdUser=root\n"
-                       "StateSaveLocation=" + dir_ + "/state\nSlurmdSpoolDir=" + dir_ + "/spool-%n\n" +
-                       "SlurmctldPidFile=" + dir_ + "/slurmctld.pid\nSlurmdPidFile=" + dir_ + "/slurmd-%n.pid\n" +
-                       "SlurmctldLogFile=" + dir_ + "/slurmctld.log\nSlurmdLogFile=" + dir_ + "/slurmd-%n.log\n" +
-                       "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
-                       "AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nMpiDefault=none\n"
-                       "SelectType=select/linear\nReturnToService=2\nSlurmctldTimeout=30\nSlurmdTimeout=30\n"
-                       "SlurmdParameters=config_overrides\n"
-                       // srun gives up on a host whose slurmd is gone after this
-                       "MessageTimeout=3\n";
+    std::string conf =
+        "ClusterName=svmtest\nSlurmctldHost=" + short_host + "(" + vh.bridge_ip() + ")\n" +
+        "SlurmctldPort=" + std::to_string(ctl_port) + "\nSlurmdPort=" + std::to_string(ctl_port + 1) +
+        "\nAuthType=auth/none\nCredType=cred/none\nSlurmUser=root\nSlurmdUser=root\n"
+        "StateSaveLocation=" +
+        dir_ + "/state\nSlurmdSpoolDir=" + dir_ + "/spool-%n\n" + "SlurmctldPidFile=" + dir_ +
+        "/slurmctld.pid\nSlurmdPidFile=" + dir_ + "/slurmd-%n.pid\n" + "SlurmctldLogFile=" + dir_ +
+        "/slurmctld.log\nSlurmdLogFile=" + dir_ + "/slurmd-%n.log\n" +
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
+        "AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\nMpiDefault=none\n"
+        "SelectType=select/linear\nReturnToService=2\nSlurmctldTimeout=30\nSlurmdTimeout=30\n"
+        "SlurmdParameters=config_overrides\n"
+        // srun gives up on a host whose slurmd is gone after this
+        "MessageTimeout=3\n";
     std::string names;
     for (size_t h = 0; h < vh.size(); ++h) {
       conf += "NodeName=h" + std::to_string(h) + " NodeAddr=" + vh.ip(h) + " CPUs=2 State=UNKNOWN\n";
@@ -191,12 +192,13 @@ class SlurmCluster {
     // machine has.
     struct statfs fs {};
     const bool v2 = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == 0x63677270;  // CGROUP2_SUPER_MAGIC
-    WriteFile(dir_ + "/cgroup.conf", std::string(v2 ? "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n" : "CgroupPlugin=cgroup/v1\n") +
-                                         "CgroupAutomount=no\nConstrainCores=no\nConstrainRAMSpace=no\n");
+    WriteFile(dir_ + "/cgroup.conf",
+              std::string(v2 ? "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n" : "CgroupPlugin=cgroup/v1\n") +
+                  "CgroupAutomount=no\nConstrainCores=no\nConstrainRAMSpace=no\n");
     vh.Start(-1, {"/usr/sbin/slurmctld", "-D", "-i", "-f", dir_ + "/slurm.conf"}, env());
     for (size_t h = 0; h < vh.size(); ++h)
-      slurmd_.push_back(
-          &vh.Start(int(h), {"/usr/sbin/slurmd", "-D", "-N", "h" + std::to_string(h), "-f", dir_ + "/slurm.conf"}, env()));
+      slurmd_.push_back(&vh.Start(
+          int(h), {"/usr/sbin/slurmd", "-D", "-N", "h" + std::to_string(h), "-f", dir_ + "/slurm.conf"}, env()));
     // Up when sinfo shows every node idle.
     const std::string sinfo = "SLURM_CONF=" + dir_ + "/slurm.conf sinfo -h -o '%D %t' 2>/dev/null";
     const std::string want = std::to_string(vh.size()) + " idle";
