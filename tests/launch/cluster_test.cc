@@ -222,9 +222,15 @@ TEST(LauncherSlurm, SplashFftUnderSalloc) {
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
   ASSERT_TRUE(s.vh.ok());
   ASSERT_EQ(s.cluster->error(), "");
-  // salloc -N 3 -n 4: Slurm puts 2 tasks on h0, so svmrun 2 nodes there.
+  // salloc -N 3: one node a host; 8 threads, 3 a node, so all three work.
   auto c =
-      s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--", Fft(), "-p", "4", "-m", "10", "-t"}, {}, 4);
+      s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "-t", "3", "--tag-output", "--", Fft(), "-p", "8",
+                "-m", "10", "-t"},
+               {});
+  CheckFft(*c);
+  EXPECT_NE(c->out.find("[n0] Verification: PASSED"), std::string::npos) << c->out;
+  // salloc -N 3 -n 4: Slurm puts 2 tasks on h0, so svmrun 2 nodes there.
+  c = s.Salloc({Svmrun(), "--preload", Libsvm(), "--timeout", "100", "--", Fft(), "-p", "4", "-m", "10", "-t"}, {}, 4);
   CheckFft(*c);
 }
 
