@@ -211,12 +211,25 @@ Status MakeLaunchPlan(Options* o, const EnvLookup& env, LaunchPlan* plan) {
       return FillSlots(o->nodes, source, plan);
     }
     case Launcher::kSlurm: {
-      if (s = SlurmHosts(env, &plan->hosts); !s.ok()) return s;
+      bool tasks_asked = false;
+      if (s = SlurmHosts(env, &plan->hosts, &tasks_asked); !s.ok()) return s;
       uint32_t total = 0;
       for (const LaunchHost& h : plan->hosts) total += h.slots;
-      if (!o->nodes_given) SetNodeCount(o, total);
+      const std::string source = "the Slurm allocation (SLURM_TASKS_PER_NODE)";
+      if (tasks_asked) {  // salloc -n / --ntasks-per-node: Slurm's task layout
+        if (!o->nodes_given) SetNodeCount(o, total);
+        plan->node_host.assign(o->nodes, -1);
+        return FillSlots(o->nodes, source, plan);
+      }
+      // salloc -N H: one node a host, or -n spread over the hosts.
+      if (!o->nodes_given) SetNodeCount(o, uint32_t(plan->hosts.size()));
       plan->node_host.assign(o->nodes, -1);
-      return FillSlots(o->nodes, "the Slurm allocation (SLURM_TASKS_PER_NODE)", plan);
+      BlockPlace(o->nodes, plan);
+      for (const LaunchHost& h : plan->hosts)
+        if (h.nodes.size() > h.slots)
+          return Status::InvalidArgument(std::to_string(o->nodes) + " nodes put " + std::to_string(h.nodes.size()) +
+                                         " on " + h.name + ", but " + source + " gives it " + std::to_string(h.slots));
+      return Status::Ok();
     }
   }
   return Status::InvalidArgument("unknown launcher");

@@ -13,9 +13,11 @@
 // the key, says which host it is (AGENT_HELLO) and then serves the job as
 // an svmd session does (JOB, OUTPUT, NODE_EXIT, STDIN, KILL).
 //
-// Placement: with slots (hostfile, HOST:SLOTS, Slurm's tasks per node) the
-// nodes fill each host's slots in turn and -n defaults to the slots in all;
-// without (svmd hosts) node i goes to host i*H/N and -n defaults to H.
+// Placement: with slots (hostfile, HOST:SLOTS, Slurm's tasks when the
+// allocation asked for tasks) the nodes fill each host's slots in turn and
+// -n defaults to the slots in all; otherwise (svmd hosts, plain ssh hosts,
+// a Slurm allocation of nodes) -n defaults to one a host and node i goes to
+// host i*H/N (under Slurm: no more than the host's CPUs).
 // Pure functions here: the environment comes in as a lookup, so tests can
 // give any.
 #pragma once
@@ -91,8 +93,10 @@ Status SshLaunches(const LaunchPlan& plan, const std::string& ssh_command, const
                    std::vector<AgentLaunch>* out);
 // launch_slurm.cc: one srun, one agent task on each host that has nodes.
 Status SlurmLaunches(const LaunchPlan& plan, const AgentSpec& spec, std::vector<AgentLaunch>* out);
-// The Slurm allocation's hosts and tasks per host (launch_slurm.cc).
-Status SlurmHosts(const EnvLookup& env, std::vector<LaunchHost>* hosts);
+// The Slurm allocation's hosts with their slots (SLURM_TASKS_PER_NODE);
+// *tasks_asked: the allocation named tasks (-n, --ntasks-per-node), so the
+// slots are the user's task layout rather than CPU counts.
+Status SlurmHosts(const EnvLookup& env, std::vector<LaunchHost>* hosts, bool* tasks_asked);
 // Whether this process runs inside a Slurm allocation.
 bool InSlurmAllocation(const EnvLookup& env);
 

@@ -90,19 +90,18 @@ Status ExpandTasksPerNode(const std::string& spec, std::vector<uint32_t>* tasks)
   return Status::Ok();
 }
 
-Status SlurmHosts(const EnvLookup& env, std::vector<LaunchHost>* hosts) {
+Status SlurmHosts(const EnvLookup& env, std::vector<LaunchHost>* hosts, bool* tasks_asked) {
   const char* list = FirstOf(env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"});
   if (!list) return Status::InvalidArgument("SLURM_JOB_NODELIST is not set: not inside a Slurm allocation");
   std::vector<std::string> names;
   if (Status s = ExpandNodelist(list, &names); !s.ok())
     return Status::InvalidArgument("SLURM_JOB_NODELIST " + s.message());
-  // Tasks per host: what the allocation asked for (-n, --ntasks-per-node),
-  // else one node process a host.
+  // Slots per host: SLURM_TASKS_PER_NODE (the tasks the allocation asked
+  // for with -n or --ntasks-per-node; else Slurm counts the CPUs).
   std::vector<uint32_t> tasks;
-  const char* per_node = FirstOf(env, {"SLURM_NTASKS_PER_NODE"});
   const char* tpn = FirstOf(env, {"SLURM_TASKS_PER_NODE"});
-  const bool asked = FirstOf(env, {"SLURM_NTASKS", "SLURM_NPROCS"}) || per_node;
-  if (asked && tpn) {
+  *tasks_asked = FirstOf(env, {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE"}) != nullptr;
+  if (tpn) {
     if (Status s = ExpandTasksPerNode(tpn, &tasks); !s.ok())
       return Status::InvalidArgument("SLURM_TASKS_PER_NODE " + s.message());
     if (tasks.size() != names.size())

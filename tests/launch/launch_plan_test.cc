@@ -109,6 +109,14 @@ TEST(LaunchPlan, SlurmAllocationGivesHostsAndSlots) {
   EXPECT_EQ(plan.launcher, Launcher::kSlurm);
   EXPECT_EQ(o.nodes, 3u);
   EXPECT_EQ(plan.node_host, (std::vector<int>{0, 1, 2}));
+  // ... and -n 5 spread over them, as the CPUs allow.
+  o = Opts();
+  o.nodes = 5;
+  o.nodes_given = true;
+  ASSERT_TRUE(svmd::MakeLaunchPlan(&o, a.lookup(), &plan).ok());
+  EXPECT_EQ(plan.node_host, (std::vector<int>{0, 0, 1, 1, 2}));
+  o.nodes = 7;
+  EXPECT_FALSE(svmd::MakeLaunchPlan(&o, a.lookup(), &plan).ok());
   // salloc -n 5: Slurm's tasks per host.
   FakeEnv b{{{"SLURM_JOB_ID", "1"},
              {"SLURM_JOB_NODELIST", "h[0-1]"},
