@@ -1,13 +1,14 @@
 // nic_ext/ micro-benchmarks: round trips of SEND 64 B, READ 4 KiB, WRITE 4 KiB
-// and CAS between two tcp-backend nodes in this process, streaming WRITE
-// bandwidth, and a raw TCP 4 KiB echo over loopback (two threads) measured in
-// the same run as the yardstick. Each is run with completion waits in busy
-// polling and in the default adaptive mode; the raw echo correspondingly
-// spins on non-blocking recv, or blocks in recv.
+// and CAS between two nodes in this process, on the tcp and on the shm
+// backend, streaming WRITE bandwidth, and the yardsticks measured in the same
+// run: a raw TCP 4 KiB echo over loopback (two threads), a local 4 KiB memcpy
+// and a futex ping-pong between two threads. Each is run with completion
+// waits in busy polling and in the default adaptive mode; the raw echo
+// correspondingly spins on non-blocking recv, or blocks in recv.
 //
 // Prints the build facts first, and the ratios to the echo of the same mode
 // at the end. Real time is what counts here (waits are the point).
-//   build-nic/bench/nic_bench [--benchmark_repetitions=5]
+//   build/bench/nic_bench [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -27,7 +28,12 @@
 #include <thread>
 #include <vector>
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include "nic_ext/shm/shm_transport.h"
 #include "nic_ext/tcp/tcp_transport.h"
+#include "util/shared_memory.h"
 
 #ifndef SVM_BUILD_TYPE
 #define SVM_BUILD_TYPE "unknown"
@@ -51,26 +57,45 @@ std::chrono::nanoseconds NicSpin() {
 
 const char* ModeName(WaitMode m) { return m == WaitMode::kBusyPoll ? "busy" : "adaptive"; }
 
-// Two tcp nodes. While an Echo lives, node 1 answers every SEND with a SEND.
+enum class Backend { kTcp, kShm };
+const char* BackendName(Backend b) { return b == Backend::kTcp ? "tcp" : "shm"; }
+
+// Two nodes of one backend. While an Echo lives, node 1 answers every SEND
+// with a SEND.
 class Pair {
  public:
-  explicit Pair(WaitMode mode) : mode_(mode), mem_(2, std::vector<uint64_t>(kRegionBytes / 8)) {
+  Pair(Backend backend, WaitMode mode) : backend_(backend), mode_(mode), mem_(2) {
     std::vector<std::string> addrs;
     JobKey key;
     std::random_device rd;
     for (auto& b : key) b = static_cast<uint8_t>(rd());
     key[0] |= 1;  // never all zero
     for (NodeId i = 0; i < 2; ++i) {
-      TcpOptions o;
-      o.key = key;
-      o.self = i;
-      o.num_nodes = 2;
-      o.recv_policy = {mode};
-      o.nic_spin = NicSpin();
-      std::unique_ptr<TcpNic> nic;
-      Check(TcpNic::Create(o, &nic));
-      Check(nic->RegisterRegion({0, mem_[i].data(), kRegionBytes}));
-      addrs.push_back(nic->listen_address());
+      Check(SharedMemory::Create("nic-bench", kRegionBytes, &mem_[i]));
+      std::unique_ptr<Nic> nic;
+      if (backend == Backend::kTcp) {
+        TcpOptions o;
+        o.key = key;
+        o.self = i;
+        o.num_nodes = 2;
+        o.recv_policy = {mode};
+        o.nic_spin = NicSpin();
+        std::unique_ptr<TcpNic> tcp;
+        Check(TcpNic::Create(o, &tcp));
+        addrs.push_back(tcp->listen_address());
+        nic = std::move(tcp);
+      } else {
+        ShmOptions o;
+        o.key = key;
+        o.self = i;
+        o.num_nodes = 2;
+        o.recv_policy = {mode};
+        std::unique_ptr<ShmNic> shm;
+        Check(ShmNic::Create(o, &shm));
+        addrs.push_back(shm->listen_address());
+        nic = std::move(shm);
+      }
+      Check(nic->RegisterRegion({0, mem_[i].data(), kRegionBytes, mem_[i].fd(), 0}));
       nics_.push_back(std::move(nic));
     }
     std::thread t([&] { Check(nics_[1]->Connect(addrs)); });
@@ -88,6 +113,7 @@ class Pair {
   }
 
   Nic& nic(NodeId i) { return *nics_[i]; }
+  Backend backend() const { return backend_; }
   WaitMode mode() const { return mode_; }
 
  private:
@@ -109,19 +135,20 @@ class Pair {
     }
   }
 
+  Backend backend_;
   WaitMode mode_;
-  std::vector<std::vector<uint64_t>> mem_;
-  std::vector<std::unique_ptr<TcpNic>> nics_;
+  std::vector<SharedMemory> mem_;
+  std::vector<std::unique_ptr<Nic>> nics_;
   std::atomic<bool> stop_{false};
   std::thread echo_;
 };
 
 // One pair at a time (an idle pair costs nothing, but keep the box quiet).
 std::unique_ptr<Pair> g_pair;  // reset by main before exit
-Pair& GetPair(WaitMode mode) {
-  if (!g_pair || g_pair->mode() != mode) {
+Pair& GetPair(Backend backend, WaitMode mode) {
+  if (!g_pair || g_pair->mode() != mode || g_pair->backend() != backend) {
     g_pair.reset();
-    g_pair = std::make_unique<Pair>(mode);
+    g_pair = std::make_unique<Pair>(backend, mode);
   }
   return *g_pair;
 }
@@ -134,8 +161,8 @@ Completion WaitOrDie(CompletionQueue& cq, benchmark::State& state) {
   return c;
 }
 
-void BM_Send64(benchmark::State& state, WaitMode mode) {
-  Pair& p = GetPair(mode);
+void BM_Send64(benchmark::State& state, Backend b, WaitMode mode) {
+  Pair& p = GetPair(b, mode);
   CompletionQueue cq({mode});
   uint8_t buf[64] = {};
   Sge s{buf, sizeof buf};
@@ -153,8 +180,8 @@ void BM_Send64(benchmark::State& state, WaitMode mode) {
   p.StopEcho();
 }
 
-void BM_OneSided(benchmark::State& state, WaitMode mode, Opcode op) {
-  Pair& p = GetPair(mode);
+void BM_OneSided(benchmark::State& state, Backend b, WaitMode mode, Opcode op) {
+  Pair& p = GetPair(b, mode);
   CompletionQueue cq({mode});
   std::vector<uint8_t> buf(kPage, 1);
   Sge s{buf.data(), kPage};
@@ -170,8 +197,8 @@ void BM_OneSided(benchmark::State& state, WaitMode mode, Opcode op) {
 
 // Unsignaled 64 KiB WRITEs, every kStreamWindow-th signaled, at most two
 // windows outstanding.
-void BM_WriteStream(benchmark::State& state, WaitMode mode) {
-  Pair& p = GetPair(mode);
+void BM_WriteStream(benchmark::State& state, Backend b, WaitMode mode) {
+  Pair& p = GetPair(b, mode);
   CompletionQueue cq({mode});
   std::vector<uint8_t> buf(kStreamChunk, 2);
   Sge s{buf.data(), static_cast<uint32_t>(kStreamChunk)};
@@ -256,6 +283,50 @@ void BM_TcpEcho(benchmark::State& state, WaitMode mode) {
   close(lfd);
 }
 
+// ---- local yardsticks of the shm backend ----------------------------------
+void BM_Memcpy4k(benchmark::State& state) {
+  std::vector<uint8_t> a(kPage, 1), b(kPage);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), kPage);
+    benchmark::DoNotOptimize(b.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * kPage);
+}
+
+// A futex ping-pong between two threads: a wake and a wait each way, the
+// cost of a sleeping shm peer (spin: the waiter polls the word first).
+void BM_FutexPingPong(benchmark::State& state, WaitMode mode) {
+  std::atomic<uint32_t> word{0};
+  auto futex = [&](int op, uint32_t v) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), op | FUTEX_PRIVATE_FLAG, v, nullptr, nullptr, 0);
+  };
+  auto wait_for = [&](uint32_t v) {
+    for (int i = 0; mode == WaitMode::kBusyPoll && i < 1 << 16 && word.load() != v; ++i) {
+      if ((i & 63) == 0) sched_yield();
+    }
+    uint32_t w;
+    while ((w = word.load()) != v && w != UINT32_MAX) futex(FUTEX_WAIT, w);
+  };
+  std::thread peer([&] {
+    for (uint32_t i = 1;; i += 2) {
+      wait_for(i);
+      if (word.load() == UINT32_MAX) return;
+      word.store(i + 1);
+      futex(FUTEX_WAKE, 1);
+    }
+  });
+  uint32_t v = 0;
+  for (auto _ : state) {
+    word.store(++v);
+    futex(FUTEX_WAKE, 1);
+    wait_for(++v);
+  }
+  word.store(UINT32_MAX);
+  futex(FUTEX_WAKE, 1);
+  peer.join();
+}
+
 // ---- ratios ----------------------------------------------------------------
 
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -297,11 +368,16 @@ void Register() {
       benchmark::RegisterBenchmark((name + "/" + mode).c_str(), fn)->UseRealTime()->Unit(benchmark::kMicrosecond);
     };
     reg("tcp_echo_4k", [m](benchmark::State& s) { BM_TcpEcho(s, m); });
-    reg("nic_send_64", [m](benchmark::State& s) { BM_Send64(s, m); });
-    reg("nic_read_4k", [m](benchmark::State& s) { BM_OneSided(s, m, Opcode::kRead); });
-    reg("nic_write_4k", [m](benchmark::State& s) { BM_OneSided(s, m, Opcode::kWrite); });
-    reg("nic_cas", [m](benchmark::State& s) { BM_OneSided(s, m, Opcode::kCas); });
-    reg("nic_write_stream_64k", [m](benchmark::State& s) { BM_WriteStream(s, m); });
+    reg("memcpy_4k", [](benchmark::State& s) { BM_Memcpy4k(s); });
+    reg("futex_pingpong", [m](benchmark::State& s) { BM_FutexPingPong(s, m); });
+    for (Backend b : {Backend::kTcp, Backend::kShm}) {
+      const std::string n = BackendName(b);
+      reg(n + "/nic_send_64", [b, m](benchmark::State& s) { BM_Send64(s, b, m); });
+      reg(n + "/nic_read_4k", [b, m](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kRead); });
+      reg(n + "/nic_write_4k", [b, m](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kWrite); });
+      reg(n + "/nic_cas", [b, m](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kCas); });
+      reg(n + "/nic_write_stream_64k", [b, m](benchmark::State& s) { BM_WriteStream(s, b, m); });
+    }
   }
 }
 
@@ -316,7 +392,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("svm_asserts", "on");
   benchmark::AddCustomContext("svm_warning", "asserts are on: numbers not worth quoting");
 #endif
-  benchmark::AddCustomContext("svm_transport", "tcp (io_uring, loopback, 2 nodes in one process)");
+  benchmark::AddCustomContext("svm_transports", "tcp (io_uring, loopback) and shm, 2 nodes in one process");
   benchmark::AddCustomContext("svm_nic_spin_ns", std::to_string(svm::nic::NicSpin().count()));
   benchmark::AddCustomContext("svm_cpus", std::to_string(std::thread::hardware_concurrency()));
   std::string bt = SVM_BUILD_TYPE;

@@ -22,10 +22,10 @@ using coding::EncodeFixed;
 
 uint32_t Pad8(uint32_t n) { return (n + 7) & ~7u; }
 
-void* MapZeroed(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+// Zeroed memory in a memory file, which the shm transport hands its peers;
+// nullptr on failure.
+void* MapZeroed(const char* name, size_t bytes, SharedMemory* mem) {
+  return SharedMemory::Create(name, bytes, mem).ok() ? mem->data() : nullptr;
 }
 
 constexpr size_t kNoticeHeader = 12;  // node, interval, page count
@@ -73,19 +73,18 @@ NoticeRings::NoticeRings(const NoticeRingOptions& options, nic::Nic* nic)
   assert(opt_.ring_bytes % 8 == 0 && opt_.ring_bytes >= 64);
   deposit_bytes_ = opt_.nodes * SlotBytes();
   heads_bytes_ = opt_.nodes * sizeof(uint64_t);
-  deposit_ = static_cast<uint8_t*>(MapZeroed(deposit_bytes_));
-  heads_ = static_cast<uint64_t*>(MapZeroed(heads_bytes_));
+  deposit_ = static_cast<uint8_t*>(MapZeroed("svm-notice-rings", deposit_bytes_, &deposit_mem_));
+  heads_ = static_cast<uint64_t*>(MapZeroed("svm-notice-heads", heads_bytes_, &heads_mem_));
 }
 
-NoticeRings::~NoticeRings() {
-  if (deposit_) munmap(deposit_, deposit_bytes_);
-  if (heads_) munmap(heads_, heads_bytes_);
-}
+NoticeRings::~NoticeRings() = default;
 
 nic::MemoryRegion NoticeRings::DepositRegion() const {
-  return {opt_.deposit_region, deposit_, deposit_bytes_};
+  return {opt_.deposit_region, deposit_, deposit_bytes_, deposit_mem_.fd(), 0};
 }
-nic::MemoryRegion NoticeRings::HeadsRegion() const { return {opt_.heads_region, heads_, heads_bytes_}; }
+nic::MemoryRegion NoticeRings::HeadsRegion() const {
+  return {opt_.heads_region, heads_, heads_bytes_, heads_mem_.fd(), 0};
+}
 
 uint64_t& NoticeRings::Tail(NodeId writer) {
   return *reinterpret_cast<uint64_t*>(deposit_ + writer * SlotBytes());

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "nic_ext/transport.h"
+#include "util/shared_memory.h"
 #include "protocol/interval_log.h"
 #include "util/status.h"
 
@@ -97,8 +98,9 @@ class NoticeRings {
 
   NoticeRingOptions opt_;
   nic::Nic* nic_;
-  uint8_t* deposit_ = nullptr;  // nodes * SlotBytes(), mmap'ed
-  uint64_t* heads_ = nullptr;   // nodes words, mmap'ed
+  SharedMemory deposit_mem_, heads_mem_;
+  uint8_t* deposit_ = nullptr;  // nodes * SlotBytes(), in deposit_mem_
+  uint64_t* heads_ = nullptr;   // nodes words, in heads_mem_
   size_t deposit_bytes_ = 0, heads_bytes_ = 0;
 
   // Writer side (serialised by the caller).

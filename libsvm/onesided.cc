@@ -28,10 +28,12 @@
 namespace svm::rt {
 namespace {
 
-void* MapLazily(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+// Memory a peer may access, as a memory file (see SharedMemory).
+template <typename T>
+Status Export(const char* name, size_t bytes, SharedMemory* mem, T** out) {
+  if (Status st = SharedMemory::Create(name, bytes, mem); !st.ok()) return st;
+  *out = static_cast<T*>(mem->data());
+  return Status::Ok();
 }
 
 [[noreturn]] void Die(const std::string& what) {
@@ -44,13 +46,13 @@ void* MapLazily(size_t bytes) {
 Status Runtime::OpenExported() {
   const uint32_t n = opts_.nodes;
   versions_bytes_ = geometry_.pages * n * sizeof(IntervalId);
-  versions_ = static_cast<IntervalId*>(MapLazily(versions_bytes_));
-  if (versions_ == nullptr)
-    return Status::Unsupported(fmt::format("mapping the versions table ({} bytes) failed: {}",
-                                           versions_bytes_, std::strerror(errno)));
-  marks_ = static_cast<uint64_t*>(MapLazily(geometry_.pages * sizeof(uint64_t)));
-  if (marks_ == nullptr)
-    return Status::Unsupported(fmt::format("mapping the shared-page marks failed: {}", std::strerror(errno)));
+  if (Status st = Export("svm-versions", versions_bytes_, &versions_mem_, &versions_); !st.ok()) return st;
+  if (Status st = Export("svm-marks", geometry_.pages * sizeof(uint64_t), &marks_mem_, &marks_); !st.ok())
+    return st;
+  uint64_t* counter = nullptr;
+  if (Status st = Export("svm-threads", sizeof(uint64_t), &counter_mem_, &counter); !st.ok()) return st;
+  *counter = std::atomic_ref<uint64_t>(job_threads_local_).load();
+  job_threads_ = counter;
   if (n > 1 && DepositsNotices(opts_.mode)) {
     NoticeRingOptions ro;
     ro.self = opts_.node;
@@ -63,35 +65,39 @@ Status Runtime::OpenExported() {
       return Status::Unsupported("mapping the write-notice rings failed");
   }
   if (LocksAtNic(opts_.mode)) {
-    lock_claims_ = static_cast<uint64_t*>(MapLazily(NicLockMap().table_bytes()));
-    lock_stamps_ = static_cast<IntervalId*>(MapLazily(size_t(nic::kMaxLocks) * n * sizeof(IntervalId)));
-    if (lock_claims_ == nullptr || lock_stamps_ == nullptr)
-      return Status::Unsupported("mapping the NIC lock table failed");
+    if (Status st = Export("svm-lock-claims", NicLockMap().table_bytes(), &claims_mem_, &lock_claims_); !st.ok())
+      return st;
+    if (Status st = Export("svm-lock-stamps", size_t(nic::kMaxLocks) * n * sizeof(IntervalId), &stamps_mem_,
+                           &lock_stamps_);
+        !st.ok())
+      return st;
   }
   return Status::Ok();
 }
 
 Status Runtime::ConnectNic() {
   if (!nic_) return Status::Ok();
-  auto reg = [this](uint32_t id, void* base, size_t len) {
-    return nic_->RegisterRegion({id, base, len});
+  auto reg = [this](uint32_t id, const SharedMemory& m, size_t len) {
+    return nic_->RegisterRegion({id, m.data(), len, m.fd(), 0});
   };
   const Segment& heap = *segments_.front();
-  if (Status st = reg(kCounterRegion, &job_threads_, sizeof(job_threads_)); !st.ok()) return st;
-  if (Status st = reg(kHeapFrames, heap.region->proto(), heap.region->size()); !st.ok()) return st;
+  if (Status st = reg(kCounterRegion, counter_mem_, sizeof(uint64_t)); !st.ok()) return st;
+  auto frames = [this](uint32_t id, const prim::Region& r) {
+    return nic_->RegisterRegion({id, r.proto(), r.size(), r.fd(), 0});
+  };
+  if (Status st = frames(kHeapFrames, *heap.region); !st.ok()) return st;
   if (segments_.size() > 1) {
-    const Segment& g = *segments_[1];
-    if (Status st = reg(kGlobalsFrames, g.region->proto(), g.region->size()); !st.ok()) return st;
+    if (Status st = frames(kGlobalsFrames, *segments_[1]->region); !st.ok()) return st;
   }
-  if (Status st = reg(kVersions, versions_, versions_bytes_); !st.ok()) return st;
-  if (Status st = reg(kSharedMarks, marks_, geometry_.pages * sizeof(uint64_t)); !st.ok()) return st;
+  if (Status st = reg(kVersions, versions_mem_, versions_bytes_); !st.ok()) return st;
+  if (Status st = reg(kSharedMarks, marks_mem_, geometry_.pages * sizeof(uint64_t)); !st.ok()) return st;
   if (rings_) {
     if (Status st = nic_->RegisterRegion(rings_->DepositRegion()); !st.ok()) return st;
     if (Status st = nic_->RegisterRegion(rings_->HeadsRegion()); !st.ok()) return st;
   }
   if (lock_claims_) {
-    if (Status st = reg(kLockClaims, lock_claims_, NicLockMap().table_bytes()); !st.ok()) return st;
-    if (Status st = reg(kLockStamps, lock_stamps_, size_t(nic::kMaxLocks) * opts_.nodes * sizeof(IntervalId));
+    if (Status st = reg(kLockClaims, claims_mem_, NicLockMap().table_bytes()); !st.ok()) return st;
+    if (Status st = reg(kLockStamps, stamps_mem_, size_t(nic::kMaxLocks) * opts_.nodes * sizeof(IntervalId));
         !st.ok())
       return st;
   }

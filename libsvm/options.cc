@@ -89,12 +89,12 @@ constexpr Row kTable[] = {
        if (!prim::ParseBackend(v, &o->fault)) return Bad(k, v, "uffd, uffd-thread or mprotect");
        return Status::Ok();
      }},
-    {"SVM_TRANSPORT", "communication layer (tcp, verbs)",
+    {"SVM_TRANSPORT", "communication layer (tcp, shm, verbs)",
      [](const char* k, std::string_view v, Options* o) {
 #ifdef SVM_HAVE_VERBS
-       if (v != "tcp" && v != "verbs") return Bad(k, v, "tcp or verbs (shm is not built into this runtime)");
+       if (v != "tcp" && v != "shm" && v != "verbs") return Bad(k, v, "tcp, shm or verbs");
 #else
-       if (v != "tcp") return Bad(k, v, "tcp (shm and verbs are not built into this runtime)");
+       if (v != "tcp" && v != "shm") return Bad(k, v, "tcp or shm (verbs is not built into this runtime)");
 #endif
        o->transport = v;
        return Status::Ok();

@@ -21,6 +21,7 @@
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
 #include "nic_ext/fake/fake_transport.h"
+#include "nic_ext/shm/shm_transport.h"
 #include "nic_ext/tcp/tcp_transport.h"
 #include "protocol/wire.h"
 #include "control/control_client.h"
@@ -255,19 +256,8 @@ Status Runtime::Connect() {
   if (opts_.nodes > 1) {
     svmd::ControlConfig cc;
     if (Status st = svmd::ControlConfig::FromEnv(&cc); !st.ok()) return st;
-    nic::TcpOptions to;
-    to.self = opts_.node;
-    to.num_nodes = opts_.nodes;
-    to.epoch = opts_.epoch;
-    to.key = cc.key;
-    to.latency_ns = opts_.net_latency_ns;
-    to.bandwidth_bytes_per_s = opts_.net_bandwidth;
-    to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0"
-                                         : opts_.nic_listen;
-    std::unique_ptr<nic::TcpNic> tcp;
-    if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
-    const std::string me = tcp->listen_address();
-    nic_ = std::move(tcp);
+    std::string me;
+    if (Status st = CreateNic(cc, &me); !st.ok()) return st;
     if (Status st = svmd::Rendezvous(cc, me, &peers_); !st.ok()) return st;
     svmd::OnTerminate([this] {
       if (exiting_.load()) return;
@@ -300,6 +290,36 @@ Status Runtime::Connect() {
 
   heap.handler = std::make_unique<SegmentHandler>(this, heap.first);
   return OpenTrap(heap);
+}
+
+// The NIC of a job of several nodes, listening; *address is what its peers
+// dial.
+Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
+  if (opts_.transport == "shm") {
+    nic::ShmOptions so;
+    so.self = opts_.node;
+    so.num_nodes = opts_.nodes;
+    so.epoch = opts_.epoch;
+    so.key = cc.key;
+    std::unique_ptr<nic::ShmNic> shm;
+    if (Status st = nic::ShmNic::Create(so, &shm); !st.ok()) return st;
+    *address = shm->listen_address();
+    nic_ = std::move(shm);
+    return Status::Ok();
+  }
+  nic::TcpOptions to;
+  to.self = opts_.node;
+  to.num_nodes = opts_.nodes;
+  to.epoch = opts_.epoch;
+  to.key = cc.key;
+  to.latency_ns = opts_.net_latency_ns;
+  to.bandwidth_bytes_per_s = opts_.net_bandwidth;
+  to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0" : opts_.nic_listen;
+  std::unique_ptr<nic::TcpNic> tcp;
+  if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
+  *address = tcp->listen_address();
+  nic_ = std::move(tcp);
+  return Status::Ok();
 }
 
 // A job of one node shares nothing: no other node can hold a page, so there

@@ -45,6 +45,11 @@
 #include "nic_ext/transport.h"
 #include "protocol/host.h"
 #include "protocol/node.h"
+#include "util/shared_memory.h"
+
+namespace svm::svmd {
+struct ControlConfig;
+}  // namespace svm::svmd
 
 namespace svm::rt {
 
@@ -176,6 +181,7 @@ class Runtime final : public Host {
   Status OpenTrap(Segment& s);
   void ScrubEnvironment();
   Status Connect();
+  Status CreateNic(const svmd::ControlConfig& cc, std::string* address);
   // Registers the exported memory and connects the NIC (after OpenGlobals:
   // the globals' frames are exported too).
   Status ConnectNic();
@@ -290,10 +296,12 @@ class Runtime final : public Host {
   uint64_t next_wr_ = 1;     // GUARDED_BY(mu_)
   std::map<uint64_t, std::vector<uint8_t>> in_flight_;  // GUARDED_BY(mu_): SEND buffers
 
-  // Exported memory and one-sided operations.
-  IntervalId* versions_ = nullptr;  // geometry_.pages x nodes, mapped lazily
+  // Exported memory (in memory files, which the shm transport hands its
+  // peers; sparse: a page costs only once touched) and one-sided operations.
+  SharedMemory versions_mem_, marks_mem_, claims_mem_, stamps_mem_, counter_mem_;
+  IntervalId* versions_ = nullptr;  // geometry_.pages x nodes
   size_t versions_bytes_ = 0;
-  uint64_t* marks_ = nullptr;       // geometry_.pages words, mapped lazily
+  uint64_t* marks_ = nullptr;       // geometry_.pages words
   uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
   IntervalId* lock_stamps_ = nullptr;   // nic::kMaxLocks x nodes
   std::unique_ptr<NoticeRings> rings_;  // dw and up
@@ -315,7 +323,8 @@ class Runtime final : public Host {
   // included). One word, so that a creation bumps both with one NIC
   // fetch-and-add; a thread's end subtracts kThreadAlive.
   static constexpr uint64_t kThreadCreated = 1ull << 32, kThreadAlive = 1;
-  alignas(8) uint64_t job_threads_ = kThreadAlive;
+  alignas(8) uint64_t job_threads_local_ = kThreadAlive;
+  uint64_t* job_threads_ = &job_threads_local_;  // counter_mem_ once exported
 };
 
 }  // namespace svm::rt

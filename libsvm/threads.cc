@@ -56,7 +56,7 @@ void Runtime::AdoptMainThread() {
 // Threads are numbered and counted job-wide on node 0, with the NIC's
 // fetch-and-add so that any node may create threads.
 std::optional<uint64_t> Runtime::CountThreads(uint64_t delta) {
-  if (!nic_) return std::atomic_ref<uint64_t>(job_threads_).fetch_add(delta);
+  if (!nic_) return std::atomic_ref<uint64_t>(*job_threads_).fetch_add(delta);
   nic::CompletionQueue cq;
   const nic::WorkRequest wr = nic::WorkRequest::Faa(0, kCounterRegion, 0, delta);
   if (Status st = nic_->Post(&cq, {&wr, 1}); !st.ok()) return std::nullopt;
@@ -71,7 +71,7 @@ std::optional<uint64_t> Runtime::CountThreads(uint64_t delta) {
 // so a thread counts as alive before it can act and until its last release.
 // A count left too high (a failed decrement) only costs collections.
 uint32_t Runtime::JobThreads() {
-  return uint32_t(std::atomic_ref<uint64_t>(job_threads_).load(std::memory_order_acquire));
+  return uint32_t(std::atomic_ref<uint64_t>(*job_threads_).load(std::memory_order_acquire));
 }
 
 NodeId Runtime::PlaceThread(uint64_t number) const {

@@ -14,7 +14,8 @@
 //
 // Thread-safety: RegisterRegion and Connect are control-path calls made by one
 // thread before any Post. Post, the queues and Shutdown are thread-safe.
-// Backends: fake/ (in-process), tcp/ (software NIC), verbs/ (RDMA).
+// Backends: fake/ (in-process), tcp/ (software NIC), shm/ (one host, one-sided
+// by construction), verbs/ (RDMA).
 #pragma once
 
 #include <array>
@@ -41,16 +42,26 @@ inline constexpr uint32_t kMaxLocks = 1u << 20;      // lock ids are 0..kMaxLock
 inline constexpr size_t kMaxOutstanding = 4096;      // WRs awaiting a response, per node
 inline constexpr size_t kAtomicBytes = 8;            // CAS / FAA word (8-byte aligned)
 
+// The job key (the same type as svmd::Key). All zero is refused by the
+// backends that connect processes: every connection is authenticated, tests
+// included.
+using JobKey = std::array<uint8_t, 32>;
+
 using RegionId = uint32_t;
 using LockNo = uint32_t;
 
 // Memory the peers may access. The caller owns it and keeps it mapped until the
 // Nic is shut down. Region ids are chosen by the caller (the same id on every
 // node typically names the same kind of memory, e.g. home frames).
+// `fd` names a file that maps the same bytes at `fd_offset` (a memfd, see
+// util/shared_memory.h): the shm backend requires it, because its peers map
+// the region themselves; other backends ignore it.
 struct MemoryRegion {
   RegionId id = 0;
   void* base = nullptr;
   size_t length = 0;
+  int fd = -1;
+  uint64_t fd_offset = 0;
 };
 
 enum class Opcode : uint8_t { kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock };

@@ -114,7 +114,9 @@ const OptionSpec kTable[] = {
     {"--place", "SVM_PLACE", "block", "thread placement", false, ADD(CHOICE(kPlaces, place))},
     {"--mode", "SVM_MODE", "base", "protocol mode", false, ADD(CHOICE(kModes, mode))},
     {"--fault", "SVM_FAULT", "uffd", "fault backend", false, ADD(CHOICE(kFaults, fault))},
-    {"--transport", "SVM_TRANSPORT", "tcp", "transport between nodes", false,
+    {"--transport", "SVM_TRANSPORT", "auto",
+     "transport between nodes: auto is shm when every node is on this host (and no network is modelled), "
+     "tcp otherwise", false,
      ADD(CHOICE(kTransports, transport))},
     {"--region-base", "SVM_REGION_BASE", "0x200000000000", "virtual address of the shared region", false,
      ADD(OPT(region_base)

@@ -29,11 +29,6 @@ struct Choice {
   const char* why;   // why it is refused ("not implemented yet", "not built")
 };
 
-#ifdef SVM_HAVE_SHM
-inline constexpr bool kHaveShm = true;
-#else
-inline constexpr bool kHaveShm = false;
-#endif
 #ifdef SVM_HAVE_VERBS
 inline constexpr bool kHaveVerbs = true;
 #else
@@ -46,8 +41,9 @@ inline constexpr Choice kModes[] = {
 inline constexpr Choice kFaults[] = {
     {"uffd", true, ""}, {"uffd-thread", true, ""}, {"mprotect", true, ""}};
 inline constexpr Choice kTransports[] = {
+    {"auto", true, ""},  // shm when every node is on this host, else tcp
     {"tcp", true, ""},
-    {"shm", kHaveShm, "not built into this svmrun"},
+    {"shm", true, ""},
     {"verbs", kHaveVerbs, "not built into this svmrun"},
 };
 // The default shared region: sparse (address space is cheap; memory is
@@ -80,7 +76,7 @@ struct Options {
   std::string place = "block";
   std::string mode = "base";
   std::string fault = "uffd";
-  std::string transport = "tcp";
+  std::string transport = "auto";  // resolved by ResolveTransport before a job starts
   uint64_t region_base = 0x200000000000ull;
   uint64_t region_size = 0;  // 0 until parsed: auto is kRegionPerNode a node
   std::string home = "first-touch";

@@ -1062,6 +1062,20 @@ Status FindPreload(const std::string& given, std::string* out) {
                                  "plain program without the runtime");
 }
 
+// auto: shm when every node runs on this host (its one-sided operations need
+// no remote thread), tcp for --hosts or when a network is modelled (the
+// latency and bandwidth knobs live in the tcp NIC).
+Status ResolveTransport(Options* o) {
+  const bool modelled = o->net_latency_ns != 0 || o->net_bandwidth != 0;
+  if (o->transport == "auto") o->transport = o->hosts.empty() && !modelled ? "shm" : "tcp";
+  if (o->transport == "shm" && !o->hosts.empty())
+    return Status::InvalidArgument("--transport shm: nodes on other hosts (--hosts) need tcp or verbs");
+  if (o->transport == "shm" && modelled)
+    return Status::InvalidArgument("--net-latency and --net-bandwidth model a network in the tcp NIC; "
+                                   "they need --transport tcp");
+  return Status::Ok();
+}
+
 // What this host can tell of the transport before anything starts: verbs
 // needs an RDMA device (a local job's nodes run here; for --hosts each node
 // checks on its own host). 2 with one line, like a bad flag.
@@ -1110,6 +1124,10 @@ int Main(int argc, char** argv) {
     o.hosts.clear();  // for the statistics' job record
     for (const LaunchHost& h : plan.hosts)
       if (!h.nodes.empty()) o.hosts.push_back(h.name);
+  }
+  if (Status t = ResolveTransport(&o); !t.ok()) {
+    spdlog::error("{}", t.message());
+    return 2;
   }
   if (Status t = CheckTransport(o); !t.ok()) {
     spdlog::error("{}", t.message());

@@ -29,10 +29,6 @@
 
 namespace svm::nic {
 
-// The job key (the same type as svmd::Key). All zero is refused by Create:
-// every connection is authenticated, tests included.
-using JobKey = std::array<uint8_t, 32>;
-
 struct TcpOptions {
   JobKey key{};                        // required; see JobKey
   NodeId self = 0;

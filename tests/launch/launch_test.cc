@@ -160,9 +160,9 @@ TEST(Launch, NodeEnvironment) {
                "${SVM_JOB_EPOCH:+epoch}:$LD_BIND_NOW"}));
   c.CloseStdin();
   EXPECT_EQ(c.ExitCode(), 0) << c.err;
-  EXPECT_NE(c.out.find("0:1:block:uffd:tcp:first-touch:0x200000000000:stats:key:ctl:epoch:1\n"), std::string::npos)
+  EXPECT_NE(c.out.find("0:1:block:uffd:shm:first-touch:0x200000000000:stats:key:ctl:epoch:1\n"), std::string::npos)
       << c.out;
-  EXPECT_NE(c.out.find("1:1:block:uffd:tcp:first-touch:0x200000000000::key:ctl:epoch:1\n"), std::string::npos)
+  EXPECT_NE(c.out.find("1:1:block:uffd:shm:first-touch:0x200000000000::key:ctl:epoch:1\n"), std::string::npos)
       << c.out;
 }
 
@@ -217,7 +217,9 @@ TEST(Launch, BadFlagsStartNothing) {
       // Built with verbs: refused for want of a device here (svmrun, exit 2)
       // or, on RDMA hardware, by the nodes at start-up; either way named.
       {{"--transport", "verbs"}, "--transport verbs"},
-      {{"--transport", "shm"}, "valid choices: tcp"},
+      {{"--transport", "udp"}, "--transport"},
+      // shm joins nodes of one host and has no network to model.
+      {{"--transport", "shm", "--net-latency", "2us"}, "need --transport tcp"},
       {{"--fault", "magic"}, "uffd, uffd-thread, mprotect"},
       {{"--home", "x"}, "first-touch, cyclic, block"},
       {{"--place", "x"}, "block, cyclic"},

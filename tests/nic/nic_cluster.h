@@ -1,5 +1,6 @@
 // Test support: N nodes of one backend in this process, each with one
-// registered region (id kRegion) of `bytes` zeroed, 8-byte aligned bytes.
+// registered region (id kRegion) of `bytes` zeroed, 8-byte aligned bytes in
+// a memory file (the shm backend maps its peers' regions from their files).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,13 +12,22 @@
 #include <vector>
 
 #include "nic_ext/fake/fake_transport.h"
+#include "nic_ext/shm/shm_transport.h"
 #include "nic_ext/tcp/tcp_transport.h"
 #include "nic_ext/transport.h"
+#include "util/shared_memory.h"
 
 namespace svm::nic::testing {
 
-enum class Backend { kFake, kTcp };
-inline const char* ToString(Backend b) { return b == Backend::kFake ? "fake" : "tcp"; }
+enum class Backend { kFake, kTcp, kShm };
+inline const char* ToString(Backend b) {
+  switch (b) {
+    case Backend::kFake: return "fake";
+    case Backend::kTcp: return "tcp";
+    case Backend::kShm: return "shm";
+  }
+  return "?";
+}
 
 inline constexpr RegionId kRegion = 3;
 inline constexpr auto kTimeout = std::chrono::seconds(30);  // generous: 2 loaded cores
@@ -31,11 +41,28 @@ inline JobKey TestKey(uint8_t salt = 0) {
 
 struct Cluster {
   Cluster(Backend backend, uint32_t n, size_t bytes = 1 << 16, TcpOptions tmpl = {}) {
-    mem.resize(n);
-    for (auto& m : mem) m.assign((bytes + 7) / 8, 0);
+    files.resize(n);
+    for (auto& f : files) {
+      Status s = SharedMemory::Create("nic-test", bytes, &f);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      mem.emplace_back(static_cast<uint64_t*>(f.data()), bytes / 8);
+    }
     if (backend == Backend::kFake) {
       auto fabric = MakeFakeFabric(n);
       for (NodeId i = 0; i < n; ++i) nics.push_back(MakeFakeNic(fabric, i));
+    } else if (backend == Backend::kShm) {
+      for (NodeId i = 0; i < n; ++i) {
+        ShmOptions o;
+        o.key = tmpl.key == JobKey{} ? TestKey() : tmpl.key;
+        o.self = i;
+        o.num_nodes = n;
+        o.epoch = tmpl.epoch;
+        std::unique_ptr<ShmNic> t;
+        Status s = ShmNic::Create(o, &t);
+        EXPECT_TRUE(s.ok()) << s.ToString();
+        addresses.push_back(t->listen_address());
+        nics.push_back(std::move(t));
+      }
     } else {
       for (NodeId i = 0; i < n; ++i) {
         TcpOptions o = tmpl;
@@ -51,7 +78,7 @@ struct Cluster {
       }
     }
     for (NodeId i = 0; i < n; ++i) {
-      Status s = nics[i]->RegisterRegion({kRegion, mem[i].data(), bytes});
+      Status s = nics[i]->RegisterRegion({kRegion, mem[i].data(), bytes, files[i].fd(), 0});
       EXPECT_TRUE(s.ok()) << s.ToString();
     }
     std::vector<std::thread> threads;
@@ -70,7 +97,8 @@ struct Cluster {
   uint8_t* bytes(NodeId i) { return reinterpret_cast<uint8_t*>(mem[i].data()); }
   Nic& operator[](NodeId i) { return *nics[i]; }
 
-  std::vector<std::vector<uint64_t>> mem;
+  std::vector<SharedMemory> files;
+  std::vector<std::span<uint64_t>> mem;  // each node's region, as words
   std::vector<std::string> addresses;
   std::vector<std::unique_ptr<Nic>> nics;
 };

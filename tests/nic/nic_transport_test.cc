@@ -1,4 +1,4 @@
-// Every work request kind, on every backend that runs here (fake, tcp), with
+// Every work request kind, on every backend that runs here (fake, tcp, shm), with
 // 2..4 nodes in this process. No timing assertions: waits are bounded by
 // generous timeouts only.
 #include <gtest/gtest.h>
@@ -328,7 +328,8 @@ TEST_P(TransportTest, ShutdownFlushesWaitersAndLaterPosts) {
 INSTANTIATE_TEST_SUITE_P(Backends, TransportTest,
                          ::testing::Values(Param{Backend::kFake, 2}, Param{Backend::kFake, 4},
                                            Param{Backend::kTcp, 2}, Param{Backend::kTcp, 3},
-                                           Param{Backend::kTcp, 4}),
+                                           Param{Backend::kTcp, 4}, Param{Backend::kShm, 2},
+                                           Param{Backend::kShm, 3}, Param{Backend::kShm, 4}),
                          Name);
 
 }  // namespace

@@ -93,10 +93,10 @@ check("job: program and arguments", job.get("program") == args.program and job.g
 check("job: path resolved", job.get("path") == os.path.realpath(args.program), str(job.get("path")))
 check("job: nodes x threads", job.get("nodes") == 2 and job.get("threads_per_node") == 2, str(job))
 check("job: mode, fault backend, transport",
-      (job.get("mode"), job.get("fault"), job.get("transport")) == ("base", "uffd", "tcp"), str(job))
+      (job.get("mode"), job.get("fault"), job.get("transport")) == ("base", "uffd", "shm"), str(job))
 check("job: local (no hosts)", job.get("hosts") == [], str(job.get("hosts")))
 check("job: svm version and git commit", bool(job.get("svm_version")) and bool(job.get("git_commit")), str(job))
-check("summary names the job", "job: %s %d | 2 nodes x 2 threads | base, uffd, tcp" %
+check("summary names the job", "job: %s %d | 2 nodes x 2 threads | base, uffd, shm" %
       (os.path.basename(args.program), THREADS) in p.stderr, p.stderr)
 
 
@@ -160,7 +160,7 @@ else:
     e = subprocess.run([args.plot, out, "-o", png, "--explain"], capture_output=True, text=True, timeout=120)
     lines = e.stdout.splitlines()
     check("plot title: program and configuration",
-          "title: %s %d | 2 nodes x 2 threads | base, uffd, tcp" % (os.path.basename(args.program), THREADS)
+          "title: %s %d | 2 nodes x 2 threads | base, uffd, shm" % (os.path.basename(args.program), THREADS)
           in lines, e.stdout)
     split = [l for l in lines if l.startswith("time split: ")]
     parts = [int(w) for w in split[0].replace(",", " ").split() if w.isdigit()] if split else []

@@ -126,6 +126,7 @@ TEST(StatsReport, JobConfigCarriesTheConfiguration) {
   o.mode = "dd";
   o.fault = "mprotect";
   o.hosts = {"a:7117", "b"};
+  o.transport = "tcp";  // as svmrun resolves auto for --hosts
   o.net_latency_ns = 2000;
   o.program = {"splash2/fft", "-p8", "-m16"};
   const json j = JobConfig(o, "/src/build/splash2/fft");

@@ -1,0 +1,216 @@
+// The shm backend beyond the transport contract (nic_transport_test runs
+// that): one-sided operations served while the target process is stopped,
+// messages longer than a ring, set-up that strangers cannot hold up, and the
+// refusals.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "nic_ext/shm/shm_transport.h"
+#include "tests/nic/nic_cluster.h"
+#include "util/shared_memory.h"
+
+namespace svm::nic::testing {
+namespace {
+
+// A pipe carrying one address string each way between parent and child.
+struct Pipe {
+  int fd[2] = {-1, -1};
+  Pipe() { EXPECT_EQ(pipe(fd), 0); }
+  ~Pipe() {
+    close(fd[0]);
+    close(fd[1]);
+  }
+  void Put(const std::string& s) {
+    uint32_t n = uint32_t(s.size());
+    ASSERT_EQ(write(fd[1], &n, 4), 4);
+    ASSERT_EQ(write(fd[1], s.data(), n), ssize_t(n));
+  }
+  std::string Get() {
+    uint32_t n = 0;
+    if (read(fd[0], &n, 4) != 4) return "";
+    std::string s(n, '\0');
+    if (read(fd[0], s.data(), n) != ssize_t(n)) return "";
+    return s;
+  }
+};
+
+std::unique_ptr<ShmNic> MakeNic(NodeId self, uint32_t n, uint32_t ring_bytes = 0,
+                                std::chrono::milliseconds setup = std::chrono::seconds(20)) {
+  ShmOptions o;
+  o.key = TestKey();
+  o.self = self;
+  o.num_nodes = n;
+  o.ring_bytes = ring_bytes;
+  o.setup_timeout = setup;
+  std::unique_ptr<ShmNic> nic;
+  Status s = ShmNic::Create(o, &nic);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return nic;
+}
+
+// Node 1 lives in a child process that connects, then stops itself with
+// SIGSTOP. Node 0 then READs, WRITEs, CASes, FAAs and takes a lock at node 1:
+// all complete although no thread of node 1 can run.
+TEST(ShmNic, OneSidedOperationsNeedNoThreadOfTheTarget) {
+  Pipe to_child, to_parent;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    SharedMemory mem;
+    if (!SharedMemory::Create("child", 1 << 16, &mem).ok()) _exit(2);
+    static_cast<uint64_t*>(mem.data())[1] = 0x1234;
+    auto nic = MakeNic(1, 2);
+    if (!nic || !nic->RegisterRegion({kRegion, mem.data(), mem.size(), mem.fd(), 0}).ok()) _exit(3);
+    to_parent.Put(nic->listen_address());
+    std::vector<std::string> addr = {to_child.Get(), nic->listen_address()};
+    if (!nic->Connect(addr).ok()) _exit(4);
+    raise(SIGSTOP);
+    // Resumed: node 0's WRITE and FAA must be in our memory.
+    auto* w = static_cast<uint64_t*>(mem.data());
+    _exit(w[2] == 0xfeed && w[3] == 5 ? 0 : 5);
+  }
+  SharedMemory mem;
+  ASSERT_TRUE(SharedMemory::Create("parent", 1 << 16, &mem).ok());
+  auto nic = MakeNic(0, 2);
+  ASSERT_TRUE(nic->RegisterRegion({kRegion, mem.data(), mem.size(), mem.fd(), 0}).ok());
+  to_child.Put(nic->listen_address());
+  std::vector<std::string> addr = {nic->listen_address(), to_parent.Get()};
+  ASSERT_TRUE(nic->Connect(addr).ok());
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
+
+  CompletionQueue cq;
+  uint64_t v = 0;
+  Sge s{&v, 8};
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Read(1, kRegion, 8, {&s, 1})).status, WcStatus::kSuccess);
+  EXPECT_EQ(v, 0x1234u);
+  v = 0xfeed;
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Write(1, kRegion, 16, {&s, 1})).status, WcStatus::kSuccess);
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Cas(1, kRegion, 24, 0, 3)).value, 0u);
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Faa(1, kRegion, 24, 2)).value, 3u);
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Lock(1, 9)).status, WcStatus::kSuccess);
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Unlock(1, 9)).status, WcStatus::kSuccess);
+  // A message waits in node 1's ring for it to wake.
+  char hello[] = "hello";
+  Sge m{hello, sizeof(hello)};
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Send(1, {&m, 1})).status, WcStatus::kSuccess);
+  EXPECT_EQ(nic->counters().remote_ops, 4u);
+
+  kill(child, SIGCONT);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // The child is gone: later operations complete kFlushed (once seen).
+  for (int i = 0; i < 200; ++i) {
+    if (PostWait(*nic, cq, WorkRequest::Read(1, kRegion, 8, {&s, 1})).status == WcStatus::kFlushed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Read(1, kRegion, 8, {&s, 1})).status, WcStatus::kFlushed);
+}
+
+// Messages of up to kMaxMessage through 4 KiB rings, from three senders at
+// once: each arrives whole, in order per sender.
+TEST(ShmNic, MessagesLongerThanTheRingStreamThrough) {
+  constexpr uint32_t kNodes = 4;
+  std::vector<std::unique_ptr<ShmNic>> nics;
+  std::vector<std::string> addr;
+  for (NodeId i = 0; i < kNodes; ++i) {
+    nics.push_back(MakeNic(i, kNodes, 4096));
+    addr.push_back(nics.back()->listen_address());
+  }
+  std::vector<std::thread> t;
+  for (NodeId i = 0; i < kNodes; ++i) t.emplace_back([&, i] { EXPECT_TRUE(nics[i]->Connect(addr).ok()); });
+  for (auto& th : t) th.join();
+  t.clear();
+  const std::vector<uint32_t> sizes = {0, 1, 4091, 4092, 4096, 10000, kMaxMessage, 77};
+  for (NodeId from = 1; from < kNodes; ++from) {
+    t.emplace_back([&, from] {
+      CompletionQueue cq;
+      for (uint32_t k = 0; k < sizes.size(); ++k) {
+        std::vector<uint8_t> b(sizes[k]);
+        for (size_t j = 0; j < b.size(); ++j) b[j] = uint8_t(from * 31 + k * 7 + j);
+        Sge s{b.data(), uint32_t(b.size())};
+        EXPECT_EQ(PostWait(*nics[from], cq, WorkRequest::Send(0, {&s, 1})).status, WcStatus::kSuccess);
+      }
+    });
+  }
+  std::vector<uint32_t> next(kNodes, 0);
+  for (size_t got = 0; got < sizes.size() * (kNodes - 1); ++got) {
+    Message m = WaitMessage(*nics[0]);
+    ASSERT_LT(m.from, kNodes);
+    const uint32_t k = next[m.from]++;
+    ASSERT_LT(k, sizes.size());
+    ASSERT_EQ(m.bytes.size(), sizes[k]) << "from " << m.from << " message " << k;
+    for (size_t j = 0; j < m.bytes.size(); ++j)
+      ASSERT_EQ(m.bytes[j], uint8_t(m.from * 31 + k * 7 + j)) << "byte " << j;
+  }
+  for (auto& th : t) th.join();
+}
+
+// A stranger that connects to a node's socket and says nothing holds up no
+// one: the others connect meanwhile.
+TEST(ShmNic, SilentStrangerDoesNotDelaySetUp) {
+  auto a = MakeNic(0, 2), b = MakeNic(1, 2);
+  const std::string name = a->listen_address().substr(std::strlen("unix:@"));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path + 1, name.data(), name.size());
+  int stranger = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(stranger, reinterpret_cast<sockaddr*>(&sa),
+                    socklen_t(offsetof(sockaddr_un, sun_path) + 1 + name.size())),
+            0);
+  std::vector<std::string> addr = {a->listen_address(), b->listen_address()};
+  const auto start = std::chrono::steady_clock::now();
+  std::thread ta([&] { EXPECT_TRUE(a->Connect(addr).ok()); });
+  EXPECT_TRUE(b->Connect(addr).ok());
+  ta.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  close(stranger);
+}
+
+TEST(ShmNic, WrongKeyIsRefused) {
+  auto a = MakeNic(0, 2, 0, std::chrono::seconds(2));
+  ShmOptions o;
+  o.key = TestKey(1);
+  o.self = 1;
+  o.num_nodes = 2;
+  o.setup_timeout = std::chrono::seconds(2);
+  std::unique_ptr<ShmNic> b;
+  ASSERT_TRUE(ShmNic::Create(o, &b).ok());
+  std::vector<std::string> addr = {a->listen_address(), b->listen_address()};
+  Status sa, sb;
+  std::thread ta([&] { sa = a->Connect(addr); });
+  sb = b->Connect(addr);
+  ta.join();
+  EXPECT_FALSE(sb.ok());
+  EXPECT_FALSE(sa.ok());
+}
+
+TEST(ShmNic, RegionWithoutMemoryFileIsRefused) {
+  auto a = MakeNic(0, 1);
+  std::vector<uint64_t> plain(16);
+  Status s = a->RegisterRegion({kRegion, plain.data(), plain.size() * 8});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("memory file"), std::string::npos) << s.ToString();
+  ShmOptions o;
+  std::unique_ptr<ShmNic> none;
+  EXPECT_FALSE(ShmNic::Create(o, &none).ok());  // no key
+}
+
+TEST(ShmNic, RingSizeFollowsTheJob) {
+  EXPECT_EQ(DefaultShmRingBytes(2), 1u << 20);
+  EXPECT_EQ(DefaultShmRingBytes(9), 1u << 20);
+  EXPECT_EQ(DefaultShmRingBytes(64), 128u << 10);
+  EXPECT_EQ(DefaultShmRingBytes(1000), 64u << 10);
+}
+
+}  // namespace
+}  // namespace svm::nic::testing
