@@ -8,7 +8,8 @@
 // The exit status is the program's: the status a node reported with EXIT,
 // else the first failure (128+signal for a killed node), else 0.
 // Single-threaded event loop, plus the gate's thread (gate.h: strangers
-// prove the job key and say HELLO there) and a stdin-forwarding thread.
+// prove the job key and say HELLO there, or AGENT_HELLO for a host agent
+// of ssh/slurm) and a stdin-forwarding thread.
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
