@@ -6,10 +6,12 @@
 // Skips (with the reason) where namespaces cannot be made or the servers
 // are not installed.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 
 #include "tests/launch/virtual_cluster.h"
 
@@ -157,6 +159,40 @@ TEST(LauncherSsh, RefusedHostEndsTheJobNamingIt) {
   EXPECT_NE(c.err.find("host " + vh.ip(2) + ":"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("Connection refused"), std::string::npos) << c.err;
   EXPECT_EQ(c.out, "");  // the nodes that did start were ended before they printed
+}
+
+// A host agent that stops answering (SIGSTOP: a hung host) is given up
+// like an svmd: its PINGs go unanswered, the job ends with 255 naming it.
+TEST(LauncherSsh, StoppedAgentEndsTheJobNamingTheHost) {
+  TempDir dir;  // outlives the servers that write into it
+  VirtualHosts vh(2, "cl");
+  if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
+  ASSERT_TRUE(vh.ok());
+  SshCluster ssh(vh, dir);
+  if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
+  ASSERT_EQ(ssh.error(), "");
+  Child c({Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts", vh.ip(0) + "," + vh.ip(1),
+           "--liveness-timeout", "1", "--", FakeNode(), "--wait"});
+  ASSERT_TRUE(c.WaitFor("n1 control ")) << c.out << c.err;
+  // Node 1's parent is the agent on host 1 (the namespaces share one pid space).
+  const size_t at = c.out.find("n1 of 2 pid ");
+  ASSERT_NE(at, std::string::npos) << c.out;
+  const pid_t node = pid_t(std::stol(c.out.substr(at + 12)));
+  std::ifstream stat("/proc/" + std::to_string(node) + "/stat");
+  std::string pid, comm, state;
+  pid_t agent = 0;
+  ASSERT_TRUE(stat >> pid >> comm >> state >> agent) << "node pid " << node;
+  std::ifstream cmdline("/proc/" + std::to_string(agent) + "/cmdline");
+  const std::string args((std::istreambuf_iterator<char>(cmdline)), {});
+  ASSERT_NE(args.find("--agent"), std::string::npos) << "parent " << agent << " of node 1 is not an agent";
+  ASSERT_EQ(::kill(agent, SIGSTOP), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const int code = c.ExitCode();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::kill(agent, SIGCONT);  // it then finds its connection closed and leaves
+  EXPECT_EQ(code, 255) << c.out << c.err;
+  EXPECT_LT(seconds, 8.0) << c.err;
+  EXPECT_NE(c.err.find("the agent on " + vh.ip(1) + ": no answer"), std::string::npos) << c.err;
 }
 
 // A real program on the runtime: fft verifies its own result.
