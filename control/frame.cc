@@ -23,11 +23,12 @@ const char* ToString(MsgType t) {
     case MsgType::kStdinEof: return "STDIN_EOF";
     case MsgType::kKill: return "KILL";
     case MsgType::kNodeStats: return "NODE_STATS";
+    case MsgType::kAgentHello: return "AGENT_HELLO";
   }
   return "?";
 }
 
-bool IsValid(uint16_t t) { return (t >= 1 && t <= 6) || (t >= 16 && t <= 24); }
+bool IsValid(uint16_t t) { return (t >= 1 && t <= 6) || (t >= 16 && t <= 25); }
 
 const char* ToString(ExitKind k) {
   switch (k) {
@@ -184,6 +185,7 @@ std::string Encode(const JobRequest& m) {
   e.Strs(m.env);
   e.Str(m.cwd);
   e.Str(m.control);
+  e.U32(m.stdin_node);
   return std::move(e.bytes());
 }
 Status Decode(std::string_view body, JobRequest* m) {
@@ -198,12 +200,26 @@ Status Decode(std::string_view body, JobRequest* m) {
   m->env = d.Strs();
   m->cwd = d.Str();
   m->control = d.Str();
+  m->stdin_node = d.U32();
   Status s = d.Done(MsgType::kJob);
   if (!s.ok()) return s;
   if (m->argv.empty()) return Status::Malformed("JOB: empty argv");
   for (uint32_t id : m->node_ids)
     if (id >= m->nodes_total) return Status::Malformed("JOB: node id out of range");
   return Status::Ok();
+}
+
+std::string Encode(const AgentHelloMsg& m) {
+  Encoder e;
+  e.U32(m.index);
+  e.Str(m.hostname);
+  return std::move(e.bytes());
+}
+Status Decode(std::string_view body, AgentHelloMsg* m) {
+  Decoder d(body);
+  m->index = d.U32();
+  m->hostname = d.Str();
+  return d.Done(MsgType::kAgentHello);
 }
 
 std::string Encode(const NodeExitMsg& m) {

@@ -46,6 +46,9 @@ enum class MsgType : uint16_t {
   kStdinEof = 22,    // svmrun -> svmd: {}
   kKill = 23,        // svmrun -> svmd: {i32 signal}: tear the job down
   kNodeStats = 24,   // svmd -> svmrun: NodeStatsMsg, before the node's NODE_EXIT (--stats)
+  // A host agent (svmd --agent, started by ssh or srun) connects to svmrun
+  // and says which host it is; then the svmrun <-> svmd exchange above.
+  kAgentHello = 25,  // agent -> svmrun: AgentHelloMsg
 };
 const char* ToString(MsgType t);
 bool IsValid(uint16_t t);
@@ -127,6 +130,13 @@ struct JobRequest {
   std::vector<std::string> env;    // "NAME=value", added to svmd's environment
   std::string cwd;
   std::string control;  // SVM_CONTROL for the nodes
+  uint32_t stdin_node = 0;  // the node fed by STDIN; kStdinAll / kStdinNone
+};
+inline constexpr uint32_t kStdinAll = 0xfffffffe;
+inline constexpr uint32_t kStdinNone = 0xffffffff;
+struct AgentHelloMsg {
+  uint32_t index = 0;    // which of the hosts svmrun started (ssh: argv; srun: SLURM_NODEID)
+  std::string hostname;  // gethostname(), for messages
 };
 enum class ExitKind : uint8_t { kExited = 0, kSignaled = 1, kStartFailed = 2 };
 const char* ToString(ExitKind k);
@@ -151,6 +161,8 @@ std::string Encode(const HelloMsg& m);
 Status Decode(std::string_view body, HelloMsg* m);
 std::string Encode(const JobRequest& m);
 Status Decode(std::string_view body, JobRequest* m);
+std::string Encode(const AgentHelloMsg& m);
+Status Decode(std::string_view body, AgentHelloMsg* m);
 std::string Encode(const NodeExitMsg& m);
 Status Decode(std::string_view body, NodeExitMsg* m);
 std::string Encode(const NodeStatsMsg& m);

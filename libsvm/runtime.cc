@@ -35,26 +35,12 @@ Runtime* Runtime::instance_ = nullptr;
 
 namespace {
 
-// The address this host has toward `host` (no packet is sent).
+// The address this host has toward `host` (no packet is sent), ready to
+// take ":port" (an IPv6 address in brackets).
 std::string LocalAddressToward(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), "9", &hints, &res) != 0) return "127.0.0.1";
-  std::string out = "127.0.0.1";
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
-    sockaddr_in me{};
-    socklen_t len = sizeof(me);
-    char buf[INET_ADDRSTRLEN];
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
-        inet_ntop(AF_INET, &me.sin_addr, buf, sizeof(buf)))
-      out = buf;
-  }
-  if (fd >= 0) close(fd);
-  freeaddrinfo(res);
-  return out;
+  std::string ip;
+  if (!svmd::LocalIpToward(host, &ip).ok()) return "127.0.0.1";
+  return ip.find(':') == std::string::npos ? ip : "[" + ip + "]";
 }
 
 // The program's writable data after RELRO: .data and .bss, page-aligned.

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -83,6 +84,19 @@ CLI::Validator AutoOr(CLI::Validator inner) {
       "");
 }
 
+CLI::Validator StdinTarget() {
+  return CLI::Validator(
+      [](std::string& v) {
+        if (v == "all" || v == "none") return std::string();
+        uint32_t n = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+          return std::string("must be a node id, all or none");
+        return std::string();
+      },
+      "");
+}
+
 CLI::Validator NonEmpty() {
   return CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty host name") : ""; }, "");
 }
@@ -134,14 +148,33 @@ const OptionSpec kTable[] = {
      ADD(app.add_flag(s.flags, o->tag_output, s.help))},
     {"--log-level", "SVM_LOG_LEVEL", "warn", "svmrun's and the nodes' log level", false,
      ADD(CHOICE(kLogLevels, log_level))},
-    {"--hosts", "SVM_HOSTS", "", "run on these svmd hosts (default port 7117)", false,
+    {"--launcher", "SVM_LAUNCHER", "auto",
+     "who starts the nodes: local processes, pre-started svmd daemons, ssh, or srun inside a Slurm "
+     "allocation; auto: slurm inside an allocation, svmd for --hosts with --key-file, ssh for other "
+     "--hosts/--hostfile, else local",
+     false, ADD(CHOICE(kLaunchers, launcher))},
+    {"--hosts", "SVM_HOSTS", "",
+     "run on these hosts: HOST[:SLOTS] for ssh, HOST[:PORT] of an svmd (default port 7117); IPv6 "
+     "addresses in brackets",
+     false,
      ADD(OPT(hosts)
              ->delimiter(',')
              ->allow_extra_args(false)  // one argument; the commas make the list
              ->check(NonEmpty())
-             ->type_name("HOST[:PORT],..."))},
+             ->type_name("HOST[:N],..."))},
+    {"--hostfile", "SVM_HOSTFILE", "", "hosts for ssh, one a line: HOST [slots=N] (Open MPI's format)", false,
+     ADD(OPT(hostfile)->type_name("FILE"))},
     {"--key-file", "SVM_KEY_FILE", "", "0600 file with the key shared with the svmds (for --hosts)", false,
      ADD(OPT(key_file)->type_name("FILE"))},
+    {"-x,--env", "SVM_ENV", "",
+     "export VAR (from svmrun's environment) or VAR=VALUE to every node; repeatable. Every node gets "
+     "svmrun's environment anyway, except host-specific variables (SLURM_*, SSH_*, HOSTNAME, ...)",
+     false, ADD(OPT(env)->allow_extra_args(false)->check(NonEmpty())->type_name("VAR[=VALUE]"))},
+    {"--stdin", "SVM_STDIN", "0", "the node that reads svmrun's stdin: a node id, all, or none", false,
+     ADD(OPT(stdin_target)->check(StdinTarget())->type_name("N|all|none"))},
+    {"--ssh", "SVM_SSH", "ssh -T -o BatchMode=yes",
+     "the command the ssh launcher runs as CMD HOST COMMAND (split at blanks)", false,
+     ADD(OPT(ssh)->check(NonEmpty())->type_name("CMD"))},
     {"--net-latency", "SVM_NET_LATENCY", "0",
      "inject this latency per message at the receiving NIC (e.g. 2us), to model a cluster network", false,
      ADD(OPT(net_latency_ns)->transform(Units(ParseDuration, ""))->type_name("DURATION"))},
@@ -194,6 +227,12 @@ Status CheckChoice(std::span<const Choice> table, const std::string& flag, const
 }
 
 std::span<const OptionSpec> OptionTable() { return kTable; }
+
+void SetNodeCount(Options* o, uint32_t nodes) {
+  o->nodes = nodes;
+  if (o->region_size_auto)
+    o->region_size = std::min<uint64_t>(uint64_t(o->nodes) * kRegionPerNode, kMaxAutoRegion);
+}
 
 Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
   *exit_now = -1;
@@ -273,8 +312,9 @@ Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {
                 << ")\n";
     }
   }
-  if (o->region_size == 0)
-    o->region_size = std::min<uint64_t>(uint64_t(o->nodes) * kRegionPerNode, kMaxAutoRegion);
+  o->nodes_given = opts[0]->count() > 0;  // kTable's first row is -n
+  o->region_size_auto = o->region_size == 0;
+  SetNodeCount(o, o->nodes);
   if (o->region_base + o->region_size > kUserAddressEnd) {
     std::cerr << "svmrun: --region-size " << o->region_size << " at --region-base " << std::hex
               << std::showbase << o->region_base << std::dec

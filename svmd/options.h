@@ -62,6 +62,11 @@ inline constexpr uint64_t kUserAddressEnd = 1ull << 47;
 inline constexpr Choice kHomes[] = {{"first-touch", true, ""}, {"cyclic", true, ""}, {"block", true, ""}};
 inline constexpr Choice kPlaces[] = {{"block", true, ""}, {"cyclic", true, ""}};
 inline constexpr Choice kPins[] = {{"none", true, ""}, {"node", true, ""}};
+// --launcher: who starts the nodes (svmd/launch.h). auto: slurm inside an
+// allocation, svmd for --hosts with --key-file, ssh for other --hosts or
+// --hostfile, else local.
+inline constexpr Choice kLaunchers[] = {
+    {"auto", true, ""}, {"local", true, ""}, {"svmd", true, ""}, {"ssh", true, ""}, {"slurm", true, ""}};
 inline constexpr Choice kLogLevels[] = {{"trace", true, ""}, {"debug", true, ""}, {"info", true, ""},
                                         {"warn", true, ""},  {"error", true, ""}, {"off", true, ""}};
 
@@ -87,14 +92,25 @@ struct Options {
   double liveness_timeout_s = 10;  // silence that ends the job; 0 = never
   bool tag_output = false;
   std::string log_level = "warn";
-  std::vector<std::string> hosts;  // svmd addresses "host[:port]"; empty = local job
+  std::string launcher = "auto";   // kLaunchers
+  std::vector<std::string> hosts;  // svmd: "host[:port]"; ssh: "host[:slots]"
+  std::string hostfile;            // Open MPI's "host slots=N" lines
+  std::vector<std::string> env;    // -x VAR or VAR=VALUE: exported to every node
+  std::string stdin_target = "0";  // the node that reads svmrun's stdin: N, all or none
+  std::string ssh = "ssh -T -o BatchMode=yes";  // the ssh launcher's command, split at blanks
   std::string key_file;            // admin key shared with the svmds
   std::string preload;             // libsvm path, "none", or "" = default
   uint64_t net_latency_ns = 0;     // injected per frame at the receiving NIC; 0 = none
   uint64_t net_bandwidth = 0;      // bytes/s per connection; 0 = unlimited
   std::string pin = "none";        // "node": each node process on its own share of the CPUs
   std::vector<std::string> program;  // after --
+  bool nodes_given = false;          // -n or SVM_NODES was given (else: one per slot)
+  bool region_size_auto = false;     // --region-size auto: follows the node count
 };
+
+// Sets the node count once the launcher knows it (a hostfile's slots, a
+// Slurm allocation's tasks), re-sizing an auto region to match.
+void SetNodeCount(Options* o, uint32_t nodes);
 
 // One row of the options table.
 struct OptionSpec {

@@ -8,10 +8,11 @@
 //   kAwaitingJob -> kRunning -> kTearingDown -> kClosed
 // It receives one JOB (the nodes to start here, argv, env, the job key wrapped
 // with the connection's session secret), starts the nodes (local_node.h),
-// writes the job key to a 0600 file in a private 0700 directory for them
-// (SVM_KEY_FILE), forwards their output line by line and their exit
-// statuses, feeds STDIN to node 0, obeys KILL, and kills every node of the
-// job if svmrun goes away. SIGINT/SIGTERM end all sessions and svmd.
+// hands them the job key through a pipe (SVM_KEY_FD), forwards their output
+// line by line and their exit statuses, feeds STDIN to the --stdin node(s),
+// answers PING, obeys KILL, and kills every node of the job if svmrun goes
+// away or falls silent (liveness.h). `svmd --agent` runs one such Session on
+// a connection it makes back to svmrun (agent.h). SIGINT/SIGTERM end all sessions and svmd.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include <iterator>
 #include <list>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "util/auth.h"
@@ -46,6 +48,8 @@
 #include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
+#include "svmd/agent.h"
+#include "svmd/launch.h"
 #include "svmd/options.h"
 #include "svmd/preflight.h"
 
@@ -53,6 +57,7 @@ namespace svm::svmd {
 namespace {
 
 constexpr int64_t kHandshakeMs = 10000;  // from accept to the JOB frame
+constexpr int64_t kJobWaitMs = 30000;    // --agent: from calling back to the JOB frame
 constexpr int64_t kGraceMs = 2000;
 constexpr size_t kMaxSessions = 64;
 
@@ -76,6 +81,13 @@ class Session {
         first_(std::move(a.first)),
         stop_fd_(stop_fd),
         peer_(std::move(a.peer)) {}
+  // An agent's session (svmd --agent): the connection to svmrun is made
+  // and authenticated already, with this session secret; the JOB is still
+  // to come.
+  Session(UniqueFd conn, const Key& session, int stop_fd)
+      : id_(1), conn_(std::move(conn)), session_key_(session), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {
+    await_job_ = true;
+  }
   ~Session() { Cleanup(); }
   void Run();
   bool done() const { return done_; }
@@ -106,14 +118,14 @@ class Session {
   bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
-  LocalNode* node0_ = nullptr;
-  std::string stdin_buf_;
+  std::vector<std::pair<LocalNode*, std::string>> stdin_;  // the nodes STDIN feeds, bytes pending each
   bool stdin_eof_ = false;
   bool conn_ok_ = true;
   int64_t kill_at_ = 0;
   int64_t liveness_ms_ = 0, last_heard_ = 0;  // liveness.h: svmrun pings
   bool pinged_ = false;  // until the first PING, kFirstPingGraceMs more
   FrameReader in_;
+  bool await_job_ = false;  // --agent: the JOB comes on the session's own connection
 };
 
 void Session::Send(MsgType t, std::string_view body) {
@@ -125,9 +137,10 @@ void Session::Send(MsgType t, std::string_view body) {
 }
 
 void Session::Run() {
-  const Frame& f = first_;
+  Frame& f = first_;
   Status s;
-  if (f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
+  if (await_job_) s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
+  if (s.ok() && f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
   if (s.ok()) s = StartJob(f, session_key_);
   if (!s.ok()) {
     spdlog::error("session {} from {}: {}", id_, peer_, s.ToString());
@@ -178,9 +191,11 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     OutputMsg m{node, uint8_t(stream), std::string(line)};
     Send(MsgType::kOutput, Encode(m));
   };
-  std::vector<std::string> base = CleanEnvironment();
+  // The user's environment (svmrun's, sent in the JOB) over this host's.
+  std::vector<std::string> base = CleanEnvironment(), env;
   for (const auto& e : req.env)
-    if (e.find('=') != std::string::npos) base.push_back(e);
+    if (e.find('=') != std::string::npos) env.push_back(e);
+  OverlayEnvironment(env, &base);
   // --stats: the nodes write their reports here; each goes back to svmrun
   // when its node ends (NODE_STATS before NODE_EXIT).
   stats_ = std::any_of(req.env.begin(), req.env.end(),
@@ -205,7 +220,7 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     spec.env = base;
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(id));
     spec.cwd = cwd;
-    spec.stdin_pipe = id == 0;
+    spec.stdin_pipe = req.stdin_node == id || req.stdin_node == kStdinAll;
     // The job key reaches the node through a pipe, as svmrun's own nodes
     // get it: no file to leave behind if svmd is killed.
     int kp[2];
@@ -218,9 +233,9 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     auto node = std::make_unique<LocalNode>(id, sink);
     if (s = node->Start(spec); !s.ok()) return Status::InvalidArgument("node " + std::to_string(id) + ": " + s.message());
     spdlog::info("session {}: node {} is pid {}", id_, id, node->pid());
-    if (id == 0) {
-      node0_ = node.get();
-      SetNonblocking(node0_->stdin_fd(), true);
+    if (spec.stdin_pipe) {
+      SetNonblocking(node->stdin_fd(), true);
+      stdin_.push_back({node.get(), ""});
     }
     pids.Str(std::to_string(node->pid()));
     nodes_.push_back(std::move(node));
@@ -265,7 +280,7 @@ void Session::OnConn() {
       pinged_ = true;
       Send(MsgType::kPong, "");
     } else if (f.type == MsgType::kStdin) {
-      stdin_buf_ += f.body;
+      for (auto& [node, pending] : stdin_) pending += f.body;
     } else if (f.type == MsgType::kStdinEof) {
       stdin_eof_ = true;
     } else if (f.type == MsgType::kKill) {
@@ -308,7 +323,8 @@ void Session::Loop() {
       all &= nodes_[i]->finished();
     }
     if (all && !conn_ok_) return;
-    if (node0_ && node0_->stdin_fd() >= 0 && stdin_buf_.empty() && stdin_eof_) node0_->CloseStdin();
+    for (auto& [node, pending] : stdin_)
+      if (node->stdin_fd() >= 0 && pending.empty() && stdin_eof_) node->CloseStdin();
 
     std::vector<pollfd> fds;
     std::vector<std::pair<LocalNode*, int>> who;  // (node, 0 pidfd / 1 output / 2 stdin), or null
@@ -324,9 +340,11 @@ void Session::Loop() {
         fds.push_back({fd, POLLIN, 0});
         who.push_back({n.get(), fd == n->pidfd() ? 0 : 1});
       }
-      if (n.get() == node0_ && n->stdin_fd() >= 0 && !stdin_buf_.empty()) {
-        fds.push_back({n->stdin_fd(), POLLOUT, 0});
-        who.push_back({n.get(), 2});
+    }
+    for (auto& [node, pending] : stdin_) {
+      if (node->stdin_fd() >= 0 && !pending.empty()) {
+        fds.push_back({node->stdin_fd(), POLLOUT, 0});
+        who.push_back({node, 2});
       }
     }
     int64_t now = NowMs();
@@ -354,10 +372,13 @@ void Session::Loop() {
       } else if (kind == 1) {
         node->ReadOutput(fds[i].fd);
       } else if (kind == 2) {
-        ssize_t w = ::write(fds[i].fd, stdin_buf_.data(), stdin_buf_.size());
-        if (w > 0) stdin_buf_.erase(0, size_t(w));
+        LocalNode* target = node;
+        std::string& pending =
+            std::find_if(stdin_.begin(), stdin_.end(), [target](const auto& p) { return p.first == target; })->second;
+        ssize_t w = ::write(fds[i].fd, pending.data(), pending.size());
+        if (w > 0) pending.erase(0, size_t(w));
         else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-          stdin_buf_.clear();
+          pending.clear();
           node->CloseStdin();
         }
       }
@@ -385,7 +406,7 @@ void Session::SendStats(uint32_t node) {
 
 void Session::Cleanup() {
   nodes_.clear();  // SIGKILLs and reaps whatever still runs
-  node0_ = nullptr;
+  stdin_.clear();
   if (!dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);  // reports of nodes that never ended
@@ -393,20 +414,82 @@ void Session::Cleanup() {
   dir_.clear();
 }
 
+// svmd --agent: one session on a connection it makes itself; ends with the
+// job (svmrun closing the connection) or on SIGINT/SIGTERM/SIGHUP.
+int RunAgent(const AgentArgs& args, const std::string& level) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));
+  spdlog::set_pattern(std::string("svmd --agent on ") + host + ": %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  UniqueFd sfd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC));
+  UniqueFd conn;
+  Key session;
+  Status s = ConnectAgent(args, 0, &conn, &session);
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  // The job's stdin comes in STDIN frames; ours was the key's pipe.
+  if (int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC); null >= 0) {
+    ::dup2(null, 0);
+    ::close(null);
+  }
+  Session job(std::move(conn), session, stop.get());
+  std::thread t([&job] { job.Run(); });
+  while (!job.done()) {
+    pollfd p{sfd.get(), POLLIN, 0};
+    if (::poll(&p, 1, 200) > 0) {
+      signalfd_siginfo si;
+      if (::read(sfd.get(), &si, sizeof(si)) == sizeof(si)) {
+        spdlog::info("caught {}; ending the job here", SignalName(int(si.ssi_signo)));
+        uint64_t one = 1;
+        ssize_t w = ::write(stop.get(), &one, sizeof(one));
+        (void)w;
+      }
+    }
+  }
+  t.join();
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::string listen = "0.0.0.0:7117", key_file, level = "info";
   CLI::App app{"svmd: the svm per-host daemon; starts the nodes of jobs sent by svmrun", "svmd"};
   app.set_version_flag("--version", std::string("svmd ") + SVM_VERSION + " (commit " SVM_GIT_COMMIT ")");
-  app.add_option("--listen", listen, "address and port to listen on (port 0 picks one)")
+  app.add_option("--listen", listen,
+                 "address and port to listen on (port 0 picks one; [::]:PORT: IPv6 and IPv4; [ADDR]:PORT for IPv6)")
       ->capture_default_str()
       ->type_name("ADDR:PORT");
-  app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users")
-      ->required()
+  app.add_option("--key-file", key_file, "0600 file holding the key shared with svmrun users (required unless --agent)")
       ->type_name("FILE");
   std::vector<std::string> levels;
   for (const Choice& c : kLogLevels) levels.push_back(c.name);
   app.add_option("--log-level", level, "log level")->capture_default_str()->check(CLI::IsMember(levels));
+  bool agent = false;
+  AgentArgs agent_args;
+  app.add_flag("--agent", agent,
+               "serve one job for svmrun's ssh/slurm launcher: read the job key from stdin, connect back to "
+               "svmrun, exit with the job");
+  app.add_option("--connect", agent_args.connect_host,
+                 "--agent: svmrun's address (default: SSH_CONNECTION's client, else SLURM_LAUNCH_NODE_IPADDR)")
+      ->type_name("HOST");
+  app.add_option("--connect-port", agent_args.connect_port, "--agent: svmrun's port")->type_name("PORT");
+  app.add_option("--index", agent_args.index, "--agent: this host's index in svmrun's host list")->type_name("N");
   CLI11_PARSE(app, argc, argv);
+  if (agent) return RunAgent(agent_args, level);
+  if (key_file.empty()) {
+    std::fprintf(stderr, "svmd: --key-file is required (or --agent)\n");
+    return 2;
+  }
 
   spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] svmd[%P] %l: %v");
@@ -462,9 +545,9 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", s.message());
     return 1;
   }
-  std::printf("svmd: listening on %s:%u\n", host.c_str(), unsigned(bound));
+  std::printf("svmd: listening on %s\n", JoinHostPort(host, bound).c_str());
   std::fflush(stdout);
-  spdlog::info("listening on {}:{}", host, bound);
+  spdlog::info("listening on {}", JoinHostPort(host, bound));
   int next_id = 1;
   for (;;) {
     pollfd p[2] = {{admitted_fd.get(), POLLIN, 0}, {sfd.get(), POLLIN, 0}};

@@ -1,4 +1,5 @@
-// svmrun: launches a job of N nodes, locally or through svmd on --hosts.
+// svmrun: launches a job of N nodes: locally, through svmd daemons, or
+// through host agents it starts over ssh or with srun (launch.h).
 //
 // Life of a job (JobPhase): kStarting (options checked, nodes launched) ->
 // kRunning (rendezvous, stdio, exits) -> kTearingDown (a node failed, the
@@ -7,7 +8,8 @@
 // The exit status is the program's: the status a node reported with EXIT,
 // else the first failure (128+signal for a killed node), else 0.
 // Single-threaded event loop, plus the gate's thread (gate.h: strangers
-// prove the job key and say HELLO there) and a stdin-forwarding thread.
+// prove the job key and say HELLO there, or AGENT_HELLO for a host agent
+// of ssh/slurm) and a stdin-forwarding thread.
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -37,6 +39,7 @@
 #include "svmd/gate.h"
 #include "svmd/job_dir.h"
 #include "svmd/liveness.h"
+#include "svmd/launch.h"
 #include "svmd/local_node.h"
 #include "util/net.h"
 #include "svmd/options.h"
@@ -52,6 +55,7 @@ namespace {
 constexpr int64_t kHandshakeMs = 10000;
 constexpr int64_t kGraceMs = 2000;        // TERMINATE -> SIGTERM -> SIGKILL
 constexpr int64_t kControlLossMs = 3000;  // a dropped control link, process still alive
+constexpr int64_t kAgentStartMs = 60000;  // ssh/srun until every host's agent called back
 constexpr int kLostStatus = 255;          // launcher-detected failure (lost node or host)
 
 enum class JobPhase { kStarting, kRunning, kTearingDown, kDone };
@@ -92,8 +96,10 @@ struct Node {
 
 struct Host {
   std::string spec, name;
+  std::string what = "svmd at";  // for messages: "svmd at" or "the agent on"
   uint16_t port = kDefaultSvmdPort;
   UniqueFd fd;
+  Key session{};  // an agent's connection secret
   FrameReader in;
   std::mutex send_mu;  // main thread and stdin thread both send
   HostState state = HostState::kConnecting;
@@ -110,21 +116,38 @@ struct Pending {  // an authenticated control connection and its HELLO
   UniqueFd fd;
   HelloMsg hello;
 };
+struct PendingAgent {  // a host agent that proved the job key (AGENT_HELLO)
+  UniqueFd fd;
+  AgentHelloMsg hello;
+  Key session;
+};
+// A process that starts host agents (ssh to one host, or srun), and what it
+// said: kept quiet until its agents call back, then forwarded.
+struct Starter {
+  AgentLaunch launch;
+  std::unique_ptr<LocalNode> proc;
+  std::vector<std::string> lines;  // stderr/stdout while starting
+  bool started = false;            // its agents called back
+};
 
 class Job {
  public:
-  Job(Options o, std::string preload, std::string program, Key admin_key)
-      : o_(std::move(o)), preload_(std::move(preload)), program_(std::move(program)),
+  Job(Options o, LaunchPlan plan, std::string preload, std::string program, Key admin_key)
+      : o_(std::move(o)), plan_(std::move(plan)), preload_(std::move(preload)), program_(std::move(program)),
         admin_key_(admin_key) {}
   int Run();
 
  private:
   Status Setup();
   Status StartRemote();
+  Status StartAgents();
+  Status AwaitAgents(int64_t deadline);
+  Status SendJob(Host& h, const Key& session);
   Status StartLocal();
+  bool ReadsStdin(uint32_t node) const;
   std::vector<std::string> CommonEnv(bool local) const;
   void Admit(Admitted a);  // on the gate's thread
-  void StdinLoop(int local_fd, int host);
+  void StdinLoop(std::vector<int> local_fds, std::vector<int> hosts);
   void Loop();
   void OnPending();
   void OnControl(Node& n);
@@ -151,6 +174,7 @@ class Job {
   void SaveRemoteStats(const NodeStatsMsg& m);
 
   Options o_;
+  LaunchPlan plan_;
   std::string preload_, program_;
   Key admin_key_;
   Key key_{};
@@ -171,7 +195,9 @@ class Job {
   Gate gate_;
   std::thread stdin_thread_;
   std::mutex mu_;
-  std::deque<Pending> pending_;  // GUARDED_BY(mu_)
+  std::deque<Pending> pending_;      // GUARDED_BY(mu_)
+  std::deque<PendingAgent> agents_;  // GUARDED_BY(mu_)
+  std::vector<Starter> starters_;
 };
 
 std::string Node::where() const { return local ? "pid " + std::to_string(local->pid()) : "remote"; }
@@ -240,25 +266,24 @@ Status Job::Setup() {
   stop_fd_.reset(eventfd(0, EFD_CLOEXEC));
   if (!pending_fd_.valid() || !stop_fd_.valid()) return Status::Errno("eventfd", errno);
 
-  s = Listen(o_.hosts.empty() ? "127.0.0.1" : "0.0.0.0", 0, &listen_fd_, &control_port_);
+  // Remote nodes and agents call back from other hosts: every address,
+  // IPv6 and IPv4.
+  s = Listen(plan_.launcher == Launcher::kLocal ? "127.0.0.1" : "", 0, &listen_fd_, &control_port_);
   if (!s.ok()) return s;
   nodes_.resize(o_.nodes);
-  for (uint32_t i = 0; i < o_.nodes; ++i) nodes_[i].id = i;
-  for (const std::string& spec : o_.hosts) {
-    auto h = std::make_unique<Host>();
-    h->spec = spec;
-    if (spec.find(':') == std::string::npos) {
-      h->name = spec;
-    } else if (s = ParseHostPort(spec, &h->name, &h->port); !s.ok()) {
-      return Status::InvalidArgument("--hosts: " + s.message());
-    }
-    hosts_.push_back(std::move(h));
+  for (uint32_t i = 0; i < o_.nodes; ++i) {
+    nodes_[i].id = i;
+    nodes_[i].host = plan_.node_host[i];
   }
-  // Block placement of nodes on hosts: node i -> host i*H/N.
-  for (uint32_t i = 0; i < o_.nodes && !hosts_.empty(); ++i) {
-    size_t h = size_t(uint64_t(i) * hosts_.size() / o_.nodes);
-    nodes_[i].host = int(h);
-    hosts_[h]->nodes.push_back(i);
+  const bool agents = plan_.launcher == Launcher::kSsh || plan_.launcher == Launcher::kSlurm;
+  for (const LaunchHost& lh : plan_.hosts) {
+    auto h = std::make_unique<Host>();
+    h->name = lh.name;
+    h->port = lh.port;
+    h->spec = agents ? lh.name : JoinHostPort(lh.name, lh.port);
+    if (agents) h->what = "the agent on";
+    h->nodes = lh.nodes;
+    hosts_.push_back(std::move(h));
   }
   liveness_ms_ = LivenessMs(o_.liveness_timeout_s);
   if (!o_.timeout_s) return Status::Ok();
@@ -276,29 +301,173 @@ Status Job::StartRemote() {
     Key session;
     s = Authenticate(h.fd.get(), admin_key_, AuthRole::kClient, NowMs() + kHandshakeMs, &session);
     if (!s.ok()) return Status::AuthFailed(who + ": " + s.ToString());
-    JobRequest req;
-    req.wrapped_key = Xor(key_, session);
-    req.nodes_total = o_.nodes;
-    req.node_ids = h.nodes;
-    req.argv = o_.program;
-    req.env = CommonEnv(false);
-    if (!o_.stats.empty()) req.env.push_back("SVM_STATS=" + o_.stats);
-    req.cwd = cwd_;
-    req.control = LocalIp(h.fd.get()) + ":" + std::to_string(control_port_);
-    if (s = h.Send(MsgType::kJob, epoch_, Encode(req)); !s.ok()) return Status::IoError(who + ": " + s.message());
-    Frame f;
-    if (s = RecvFrame(h.fd.get(), NowMs() + 30000, &f); !s.ok())
-      return Status::IoError(who + ": no answer to JOB: " + s.message());
-    if (f.type == MsgType::kJobError) {
-      std::vector<std::string> m;
-      DecodeStrings(f.body, f.type, &m);
-      return Status::InvalidArgument(who + " refused the job: " + (m.empty() ? "?" : m[0]));
+    if (s = SendJob(h, session); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// JOB to an svmd or agent; returns once it started the host's nodes.
+Status Job::SendJob(Host& h, const Key& session) {
+  const std::string who = "host " + h.spec;
+  JobRequest req;
+  req.wrapped_key = Xor(key_, session);
+  req.nodes_total = o_.nodes;
+  req.node_ids = h.nodes;
+  req.argv = o_.program;
+  if (!program_.empty()) req.argv[0] = program_;
+  // The user's environment, then the job's settings over it.
+  Status s = ExportedEnvironment(CleanEnvironment(), o_.env, getenv, &req.env);
+  if (!s.ok()) return s;
+  OverlayEnvironment(CommonEnv(false), &req.env);
+  if (!o_.stats.empty()) req.env.push_back("SVM_STATS=" + o_.stats);
+  req.cwd = cwd_;
+  req.control = JoinHostPort(LocalIp(h.fd.get()), control_port_);
+  req.stdin_node = o_.stdin_target == "all" ? kStdinAll
+                   : o_.stdin_target == "none" ? kStdinNone
+                                               : uint32_t(std::stoul(o_.stdin_target));
+  if (s = h.Send(MsgType::kJob, epoch_, Encode(req)); !s.ok()) return Status::IoError(who + ": " + s.message());
+  Frame f;
+  if (s = RecvFrame(h.fd.get(), NowMs() + 30000, &f); !s.ok())
+    return Status::IoError(who + ": no answer to JOB: " + s.message());
+  if (f.type == MsgType::kJobError) {
+    std::vector<std::string> m;
+    DecodeStrings(f.body, f.type, &m);
+    return Status::InvalidArgument(who + " refused the job: " + (m.empty() ? "?" : m[0]));
+  }
+  if (f.type != MsgType::kJobStarted) return Status::Malformed(who + ": unexpected " + ToString(f.type));
+  h.state = HostState::kStarted;
+  h.last_heard = NowMs();
+  SetNonblocking(h.fd.get(), false);
+  spdlog::info("{}: {} nodes {}..{}", who, ToString(h.state), h.nodes.front(), h.nodes.back());
+  return Status::Ok();
+}
+
+std::string ExeDir();
+
+// ssh/srun start an agent on each host; each reads the job key from its
+// stdin pipe and calls back (AGENT_HELLO); then each gets its JOB.
+Status Job::StartAgents() {
+  const AgentSpec spec{ExeDir() + "/svmd", control_port_, o_.log_level};
+  std::vector<AgentLaunch> launches;
+  Status s = plan_.launcher == Launcher::kSsh ? SshLaunches(plan_, o_.ssh, spec, &launches)
+                                              : SlurmLaunches(plan_, spec, &launches);
+  if (!s.ok()) return s;
+  starters_.resize(launches.size());
+  for (size_t i = 0; i < launches.size(); ++i) {
+    Starter& st = starters_[i];
+    st.launch = std::move(launches[i]);
+    SpawnSpec sp;
+    sp.argv = st.launch.argv;
+    if (s = ResolveProgram(sp.argv[0], cwd_, &sp.argv[0]); !s.ok())
+      return Status::InvalidArgument("--launcher " + std::string(ToString(plan_.launcher)) + ": " + s.message());
+    sp.env = CleanEnvironment();
+    sp.stdin_pipe = true;
+    st.proc = std::make_unique<LocalNode>(uint32_t(i), [this](uint32_t k, int stream, std::string_view line) {
+      Starter& me = starters_[k];
+      if (me.started) WriteAll(stream == 2 ? 2 : 1, line.data(), line.size());
+      else me.lines.emplace_back(line.substr(0, line.find_last_not_of("\r\n") + 1));
+    });
+    if (s = st.proc->Start(sp); !s.ok()) return Status::InvalidArgument(st.launch.what + ": " + s.message());
+    // The key, on the pipe only: ssh and srun hand it to the agents' stdin.
+    s = WriteAll(st.proc->stdin_fd(), key_.data(), key_.size());
+    st.proc->CloseStdin();
+    if (!s.ok()) spdlog::debug("{}: key: {}", st.launch.what, s.message());
+    spdlog::debug("{}: pid {}", st.launch.what, st.proc->pid());
+  }
+  if (s = AwaitAgents(NowMs() + kAgentStartMs); !s.ok()) return s;
+  for (auto& hp : hosts_) {
+    if (hp->nodes.empty()) continue;
+    if (s = SendJob(*hp, hp->session); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status Job::AwaitAgents(int64_t deadline) {
+  // The hosts among `of` whose agent has not called back, "a,b".
+  auto missing = [this](const std::vector<size_t>& of) {
+    std::string names;
+    for (size_t h : of)
+      if (!hosts_[h]->fd.valid()) names += (names.empty() ? "" : ",") + hosts_[h]->name;
+    return names;
+  };
+  std::vector<size_t> all;
+  for (size_t h = 0; h < hosts_.size(); ++h)
+    if (!hosts_[h]->nodes.empty()) all.push_back(h);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (PendingAgent& a : agents_) {
+        size_t h = hosts_.size();
+        for (size_t k : all)
+          if (a.hello.index == UINT32_MAX ? hosts_[k]->name == a.hello.hostname : a.hello.index == k) h = k;
+        if (h == hosts_.size() || hosts_[h]->fd.valid()) {
+          spdlog::warn("dropped agent connection from {} ({}): {}", PeerString(a.fd.get()), a.hello.hostname,
+                       h == hosts_.size() ? "not one of the job's hosts" : "that host has one already");
+          continue;
+        }
+        spdlog::debug("agent for host {} is {} at {}", hosts_[h]->name, a.hello.hostname, PeerString(a.fd.get()));
+        hosts_[h]->fd = std::move(a.fd);
+        hosts_[h]->session = a.session;
+      }
+      agents_.clear();
     }
-    if (f.type != MsgType::kJobStarted) return Status::Malformed(who + ": unexpected " + ToString(f.type));
-    h.state = HostState::kStarted;
-    h.last_heard = NowMs();
-    SetNonblocking(h.fd.get(), false);
-    spdlog::info("{}: {} nodes {}..{}", who, ToString(h.state), h.nodes.front(), h.nodes.back());
+    if (missing(all).empty()) break;
+    // srun says at once which node it could not launch on, but takes its
+    // time to end the step (and the others never see their key: srun
+    // forwards stdin only once every task runs).
+    for (Starter& st : starters_) {
+      for (const std::string& line : st.lines) {
+        const size_t at = line.find("failed on node ");
+        if (st.launch.what != "srun" || at == std::string::npos) continue;
+        const std::string host = line.substr(at + 15, line.find(':', at + 15) - at - 15);
+        return Status::IoError("cannot start the nodes on host " + host + ": " + line);
+      }
+    }
+    // A starter that ended before all its agents called back failed them.
+    for (Starter& st : starters_) {
+      if (!st.proc->finished() || missing(st.launch.hosts).empty()) continue;
+      const std::string names = missing(st.launch.hosts);
+      std::string why = st.launch.what + " " + DescribeWaitStatus(st.proc->wait_status());
+      for (auto it = st.lines.rbegin(); it != st.lines.rend(); ++it)
+        if (!it->empty()) {
+          why += ": " + *it;
+          break;
+        }
+      const char* hosts = names.find(',') == std::string::npos ? "host " : "hosts ";
+      return Status::IoError("cannot start the nodes on " + std::string(hosts) + names + ": " + why);
+    }
+    const int64_t now = NowMs();
+    if (now >= deadline)
+      return Status::Timeout("cannot start the nodes on hosts " + missing(all) + ": no agent called back within " +
+                             std::to_string(kAgentStartMs / 1000) + " s");
+    std::vector<pollfd> fds = {{signal_fd_.get(), POLLIN, 0}, {pending_fd_.get(), POLLIN, 0}};
+    for (Starter& st : starters_)
+      for (int fd : {st.proc->pidfd(), st.proc->out_fd(), st.proc->err_fd()})
+        if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), int(std::min<int64_t>(deadline - now, 1000))) < 0 && errno != EINTR)
+      return Status::Errno("poll", errno);
+    if (fds[0].revents) {
+      signalfd_siginfo si;
+      if (::read(signal_fd_.get(), &si, sizeof(si)) == sizeof(si))
+        return Status::IoError("caught " + SignalName(int(si.ssi_signo)) + " while starting the nodes");
+    }
+    if (fds[1].revents) {
+      uint64_t v;
+      ssize_t r = ::read(pending_fd_.get(), &v, sizeof(v));
+      (void)r;
+    }
+    for (Starter& st : starters_) {
+      if (st.proc->pidfd() >= 0) st.proc->Reap();  // no-op while it runs
+      for (int fd : {st.proc->out_fd(), st.proc->err_fd()}) {
+        pollfd p{fd, POLLIN, 0};
+        if (fd >= 0 && ::poll(&p, 1, 0) > 0) st.proc->ReadOutput(fd);
+      }
+    }
+  }
+  for (Starter& st : starters_) {
+    st.started = true;
+    for (const std::string& line : st.lines) spdlog::debug("{}: {}", st.launch.what, line);
+    st.lines.clear();
   }
   return Status::Ok();
 }
@@ -318,7 +487,8 @@ Status Job::StartLocal() {
     spec.argv = o_.program;
     spec.argv[0] = program_;
     spec.env = CleanEnvironment();
-    for (auto& e : CommonEnv(true)) spec.env.push_back(e);
+    if (Status s = ApplyExports(o_.env, getenv, &spec.env); !s.ok()) return s;
+    OverlayEnvironment(CommonEnv(true), &spec.env);
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(n.id));
     if (n.id == 0 && !o_.stats.empty()) spec.env.push_back("SVM_STATS=" + o_.stats);
     if (!stats_dir_.empty()) spec.env.push_back("SVM_STATS_DIR=" + stats_dir_);
@@ -329,7 +499,7 @@ Status Job::StartLocal() {
     key_w.reset();
     spec.env.push_back("SVM_KEY_FD=" + std::to_string(key_r.get()));
     spec.inherit_fd = key_r.get();
-    spec.stdin_pipe = n.id == 0;
+    spec.stdin_pipe = ReadsStdin(n.id);
     n.local = std::make_unique<LocalNode>(n.id, sink);
     Status s = n.local->Start(spec);
     if (!s.ok()) return Status::InvalidArgument("node " + std::to_string(n.id) + ": " + s.message());
@@ -342,6 +512,24 @@ void Job::Admit(Admitted a) {
   const Frame& f = a.first;
   HelloMsg hello;
   Status s;
+  if (f.type == MsgType::kAgentHello) {
+    // A host agent calling back (ssh/slurm); it knows the key, not the epoch.
+    PendingAgent pa{std::move(a.fd), {}, a.session};
+    if (plan_.launcher != Launcher::kSsh && plan_.launcher != Launcher::kSlurm)
+      s = Status::Malformed("AGENT_HELLO, but this job has no agents");
+    else
+      s = Decode(f.body, &pa.hello);
+    if (!s.ok()) {
+      spdlog::warn("dropped agent connection from {}: {}", a.peer, s.ToString());
+      return;
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    agents_.push_back(std::move(pa));
+    uint64_t one = 1;
+    ssize_t w = ::write(pending_fd_.get(), &one, sizeof(one));
+    (void)w;
+    return;
+  }
   if (f.epoch != epoch_) s = Status::Malformed("wrong job epoch");
   else if (f.type != MsgType::kHello) s = Status::Malformed(std::string("expected HELLO, got ") + ToString(f.type));
   else s = Decode(f.body, &hello);
@@ -356,8 +544,13 @@ void Job::Admit(Admitted a) {
   (void)w;
 }
 
-void Job::StdinLoop(int local_fd, int host) {
-  UniqueFd sink(local_fd);
+bool Job::ReadsStdin(uint32_t node) const {
+  return o_.stdin_target == "all" || o_.stdin_target == std::to_string(node);
+}
+
+void Job::StdinLoop(std::vector<int> local_fds, std::vector<int> hosts) {
+  std::vector<UniqueFd> sinks;
+  for (int fd : local_fds) sinks.emplace_back(fd);
   char buf[65536];
   for (;;) {
     pollfd p[2] = {{0, POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
@@ -369,11 +562,17 @@ void Job::StdinLoop(int local_fd, int host) {
     ssize_t n = (p[0].revents & POLLNVAL) ? 0 : ::read(0, buf, sizeof(buf));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;
-    Status s = host >= 0 ? hosts_[size_t(host)]->Send(MsgType::kStdin, epoch_, std::string_view(buf, size_t(n)))
-                         : WriteAll(sink.get(), buf, size_t(n));
-    if (!s.ok()) return;  // node 0 is gone: the rest of stdin is nobody's
+    bool anyone = false;  // a node that is gone reads no more
+    for (UniqueFd& sink : sinks)
+      if (sink.valid() && !WriteAll(sink.get(), buf, size_t(n)).ok()) sink.reset();
+    for (int& h : hosts)
+      if (h >= 0 && !hosts_[size_t(h)]->Send(MsgType::kStdin, epoch_, std::string_view(buf, size_t(n))).ok()) h = -1;
+    for (UniqueFd& sink : sinks) anyone |= sink.valid();
+    for (int h : hosts) anyone |= h >= 0;
+    if (!anyone) return;
   }
-  if (host >= 0) hosts_[size_t(host)]->Send(MsgType::kStdinEof, epoch_, "");
+  for (int h : hosts)
+    if (h >= 0) hosts_[size_t(h)]->Send(MsgType::kStdinEof, epoch_, "");
 }
 
 void Job::Emit(uint32_t node, int stream, std::string_view line) {
@@ -607,7 +806,7 @@ void Job::OnHost(size_t hi) {
     for (uint32_t id : h.nodes) lost |= !nodes_[id].exited;
     CloseHost(h);
     if (lost && phase_ == JobPhase::kRunning)
-      Teardown(kLostStatus, "lost connection to svmd at " + h.spec + (err.ok() ? "" : ": " + err.ToString()),
+      Teardown(kLostStatus, "lost connection to " + h.what + " " + h.spec + (err.ok() ? "" : ": " + err.ToString()),
                false);
   }
 }
@@ -639,7 +838,7 @@ int64_t Job::CheckLiveness(int64_t now) {
     if (now - h.last_heard >= liveness_ms_) {
       CloseHost(h);  // nothing more is expected from it
       Teardown(kLostStatus,
-               "svmd at " + h.spec + ": no answer for " + std::string(secs) +
+               h.what + " " + h.spec + ": no answer for " + std::string(secs) +
                    " s (stopped, cut off, or stuck; --liveness-timeout); ending the job",
                false);
       return 0;
@@ -768,6 +967,14 @@ void Job::Loop() {
     }
     for (size_t i = 0; i < hosts_.size(); ++i)
       if (hosts_[i]->state == HostState::kStarted) add(hosts_[i]->fd.get(), [this, i](short) { OnHost(i); });
+    // ssh/srun: their output (the agents' logs) and exit; the agents'
+    // connections, not these processes, say whether a host is alive.
+    for (Starter& st : starters_) {
+      LocalNode* p = st.proc.get();
+      add(p->pidfd(), [p](short) { p->Reap(); });
+      add(p->out_fd(), [p](short) { p->ReadOutput(p->out_fd()); });
+      add(p->err_fd(), [p](short) { p->ReadOutput(p->err_fd()); });
+    }
 
     int64_t now = NowMs(), next = now + 1000;
     for (int64_t t : {timeout_at_, term_at_, kill_at_, next_liveness_, give_up_at_})
@@ -798,6 +1005,22 @@ void Job::Shutdown() {
     std::lock_guard<std::mutex> l(h->send_mu);
     h->fd.reset();
   }
+  // Agents leave once their connection closes, and ssh/srun with them.
+  const int64_t until = NowMs() + kGraceMs;
+  for (Starter& st : starters_)
+    if (!st.started && !st.proc->exited()) st.proc->Signal(SIGTERM);  // the job did not start: srun ends its step
+  for (Starter& st : starters_) {
+    while (st.proc->state() != NodeState::kStarting && !st.proc->finished() && NowMs() < until) {
+      std::vector<pollfd> fds;
+      for (int fd : {st.proc->pidfd(), st.proc->out_fd(), st.proc->err_fd()})
+        if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), int(std::max<int64_t>(1, until - NowMs()))) <= 0) break;
+      if (st.proc->pidfd() >= 0) st.proc->Reap();
+      for (int fd : {st.proc->out_fd(), st.proc->err_fd()})
+        if (fd >= 0) st.proc->ReadOutput(fd);
+    }
+  }
+  starters_.clear();  // SIGKILLs what is left
   nodes_.clear();  // reaps anything left (never expected here)
   if (!stats_dir_.empty()) {
     std::error_code ec;
@@ -845,11 +1068,25 @@ void Job::ReportStats(int64_t started_ns, int64_t elapsed_ns) {
 
 int Job::Run() {
   Status s = Setup();
-  if (s.ok()) s = StartRemote();
+  bool gate_failed = false;
+  if (s.ok()) {
+    // Strangers wait at the gate from the start: the agents call back
+    // while the job starts, the nodes once it runs.
+    GateOptions gate;
+    gate.key = key_;
+    gate.what = "control connection";
+    gate.deadline_ms = kHandshakeMs;
+    gate.max_first_body = 64 * 1024;  // a HELLO or AGENT_HELLO: an id and an address or name
+    s = gate_.Start(std::move(listen_fd_), gate, [this](Admitted a) { Admit(std::move(a)); });
+    gate_failed = !s.ok();
+  }
+  if (s.ok() && plan_.launcher == Launcher::kSvmd) s = StartRemote();
+  if (s.ok() && (plan_.launcher == Launcher::kSsh || plan_.launcher == Launcher::kSlurm)) s = StartAgents();
   if (s.ok()) s = StartLocal();
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     Shutdown();
+    if (gate_failed) return kStartupFailedStatus;
     if (s.message().find("statically linked") != std::string::npos) return kCannotRunStatus;
     return s.code() == Status::Code::kInvalidArgument && s.message().find("cannot execute") != std::string::npos
                ? 127
@@ -858,29 +1095,27 @@ int Job::Run() {
   phase_ = JobPhase::kRunning;
   spdlog::debug("job epoch {} phase {}: {} nodes, control port {}", epoch_, ToString(phase_), o_.nodes,
                 control_port_);
-  GateOptions gate;
-  gate.key = key_;
-  gate.what = "control connection";
-  gate.deadline_ms = kHandshakeMs;
-  gate.max_first_body = 64 * 1024;  // a HELLO: a node id and an address
-  if (s = gate_.Start(std::move(listen_fd_), gate, [this](Admitted a) { Admit(std::move(a)); }); !s.ok()) {
-    spdlog::error("{}", s.message());
-    Teardown(kStartupFailedStatus, "", false);
+  // stdin goes to the --stdin node(s), wherever they run.
+  std::vector<int> local_fds, hosts;
+  for (Node& n : nodes_) {
+    if (!ReadsStdin(n.id)) continue;
+    if (n.local && n.local->stdin_fd() >= 0) {
+      int fd = ::dup(n.local->stdin_fd());
+      SetCloexec(fd, true);
+      n.local->CloseStdin();
+      local_fds.push_back(fd);
+    } else if (n.host >= 0 && std::find(hosts.begin(), hosts.end(), n.host) == hosts.end()) {
+      hosts.push_back(n.host);
+    }
   }
-  // stdin goes to node 0, wherever it runs.
-  Node& n0 = nodes_[0];
-  if (n0.local && n0.local->stdin_fd() >= 0) {
-    int fd = ::dup(n0.local->stdin_fd());
-    SetCloexec(fd, true);
-    n0.local->CloseStdin();
-    stdin_thread_ = std::thread([this, fd] { StdinLoop(fd, -1); });
-  } else if (n0.host >= 0) {
-    stdin_thread_ = std::thread([this, h = n0.host] { StdinLoop(-1, h); });
-  }
-  // Liveness counts from here: the svmds have waited for the others' start.
+  if (!local_fds.empty() || !hosts.empty())
+    stdin_thread_ = std::thread([this, local_fds, hosts] { StdinLoop(local_fds, hosts); });
+  // Liveness counts from here: the svmds and agents have waited for the
+  // others' start.
   for (auto& h : hosts_) h->last_heard = NowMs();
   next_liveness_ = NowMs();
   const auto started = std::chrono::steady_clock::now();
+  OnPending();  // HELLOs that came while the agents were awaited
   Loop();
   ReportStats(std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count(),
               std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -971,6 +1206,25 @@ int Main(int argc, char** argv) {
     spdlog::error("{}", s.message());
     return 2;
   }
+  LaunchPlan plan;
+  if (s = MakeLaunchPlan(&o, getenv, &plan); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+  if (o.stdin_target != "all" && o.stdin_target != "none" && std::stoul(o.stdin_target) >= o.nodes) {
+    spdlog::error("--stdin {}: the job has nodes 0..{}", o.stdin_target, o.nodes - 1);
+    return 2;
+  }
+  if (std::vector<std::string> scratch; !(s = ApplyExports(o.env, getenv, &scratch)).ok()) {
+    spdlog::error("{}", s.message());
+    return 2;
+  }
+  spdlog::debug("launcher {}: {} nodes on {} hosts", ToString(plan.launcher), o.nodes, plan.hosts.size());
+  if (plan.launcher == Launcher::kSsh || plan.launcher == Launcher::kSlurm) {
+    o.hosts.clear();  // for the statistics' job record
+    for (const LaunchHost& h : plan.hosts)
+      if (!h.nodes.empty()) o.hosts.push_back(h.name);
+  }
   if (Status t = ResolveTransport(&o); !t.ok()) {
     spdlog::error("{}", t.message());
     return 2;
@@ -984,16 +1238,20 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Key admin{};
-  if (!o.hosts.empty()) {
+  if (plan.launcher != Launcher::kLocal) {
+    // The nodes run the program at the path it has here.
+    if (!ResolveProgram(o.program[0], std::filesystem::current_path().string(), &program).ok()) program.clear();
+  }
+  if (plan.launcher == Launcher::kSvmd) {
     if (o.key_file.empty()) {
-      spdlog::error("--hosts needs --key-file (or SVM_KEY_FILE): the key shared with the svmds");
+      spdlog::error("--launcher svmd needs --key-file (or SVM_KEY_FILE): the key shared with the svmds");
       return 2;
     }
     if (s = LoadKeyFromFile(o.key_file, &admin); !s.ok()) {
       spdlog::error("{}", s.message());
       return 2;
     }
-  } else {
+  } else if (plan.launcher == Launcher::kLocal) {
     // A local job with more application threads than this host's CPUs
     // still runs, but its threads take turns: say so before timings mislead.
     cpu_set_t cpus;
@@ -1014,7 +1272,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  Job job(std::move(o), preload, program, admin);
+  Job job(std::move(o), std::move(plan), preload, program, admin);
   int rc = job.Run();
   spdlog::shutdown();
   return rc;

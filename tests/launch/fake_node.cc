@@ -8,9 +8,12 @@
 //   --exit CODE            exit status of every node (default 0)
 //   --exit-node K CODE     exit status of node K
 //   --read-stdin           node 0 echoes stdin lines as "n0 stdin: LINE"
+//   --stdin-node K         node K does instead (svmrun --stdin K)
+//   --print-env NAME       print "nK env NAME=VALUE" (or "nK env NAME unset")
+//   --print-cwd            print "nK cwd DIR"
 //   --wait                 every node waits for TERMINATE (node 0: for stdin EOF
 //                          if --read-stdin is given too)
-//   --report-exit          node 0 reports its exit status through EXIT first
+//   --report-exit          node 0 (--stdin-node) reports its exit status through EXIT first
 //   --check-peers          connect to every other node's NIC with the key
 //   --lines N              print N numbered lines
 //   --no-rendezvous        skip the control connection (a plain program)
@@ -64,6 +67,9 @@ int main(int argc, char** argv) {
   int code = 0, lines = 0, delay_ms = 0;
   std::vector<std::pair<int, int>> node_codes;
   bool read_stdin = false, wait = false, report_exit = false, check_peers = false, rendezvous = true;
+  bool print_cwd = false;
+  unsigned stdin_node = 0;
+  std::vector<std::string> print_env;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--exit" && i + 1 < argc) code = std::atoi(argv[++i]);
@@ -77,6 +83,9 @@ int main(int argc, char** argv) {
     else if (a == "--lines" && i + 1 < argc) lines = std::atoi(argv[++i]);
     else if (a == "--no-rendezvous") rendezvous = false;
     else if (a == "--delay-rendezvous" && i + 1 < argc) delay_ms = std::atoi(argv[++i]);
+    else if (a == "--stdin-node" && i + 1 < argc) stdin_node = unsigned(std::atoi(argv[++i]));
+    else if (a == "--print-env" && i + 1 < argc) print_env.push_back(argv[++i]);
+    else if (a == "--print-cwd") print_cwd = true;
     else {
       std::fprintf(stderr, "fake_node: unknown argument %s\n", a.c_str());
       return 64;
@@ -104,7 +113,7 @@ int main(int argc, char** argv) {
     }
     std::thread(ServeNic, lfd.release()).detach();
     std::vector<std::string> peers;
-    s = Rendezvous(g_cfg, ip + ":" + std::to_string(port), &peers);
+    s = Rendezvous(g_cfg, JoinHostPort(ip, port), &peers);
     if (!s.ok()) {
       std::fprintf(stderr, "fake_node n%u: rendezvous: %s\n", id, s.ToString().c_str());
       return 71;
@@ -139,17 +148,26 @@ int main(int argc, char** argv) {
     std::printf("n%u of %s pid %d\n", id, std::getenv("SVM_NODES") ? std::getenv("SVM_NODES") : "?", int(getpid()));
   }
   for (int i = 0; i < lines; ++i) std::printf("n%u line %d\n", id, i);
+  for (const std::string& name : print_env) {
+    const char* v = std::getenv(name.c_str());
+    if (v) std::printf("n%u env %s=%s\n", id, name.c_str(), v);
+    else std::printf("n%u env %s unset\n", id, name.c_str());
+  }
+  if (print_cwd) {
+    char cwd[4096] = "?";
+    std::printf("n%u cwd %s\n", id, getcwd(cwd, sizeof(cwd)) ? cwd : "?");
+  }
   std::fflush(stdout);
 
-  if (read_stdin && id == 0) {
+  if (read_stdin && id == stdin_node) {
     std::string line;
-    while (std::getline(std::cin, line)) std::printf("n0 stdin: %s\n", line.c_str());
-    std::printf("n0 stdin eof\n");
+    while (std::getline(std::cin, line)) std::printf("n%u stdin: %s\n", id, line.c_str());
+    std::printf("n%u stdin eof\n", id);
     std::fflush(stdout);
-  } else if (wait && !(report_exit && id == 0)) {
+  } else if (wait && !(report_exit && id == stdin_node)) {
     for (;;) pause();
   }
-  if (report_exit && id == 0 && rendezvous) {
+  if (report_exit && id == stdin_node && rendezvous) {
     g_exiting = true;
     Status s = ReportExit(code);
     if (!s.ok()) std::fprintf(stderr, "n0: ReportExit: %s\n", s.ToString().c_str());

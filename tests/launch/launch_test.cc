@@ -230,7 +230,13 @@ TEST(Launch, BadFlagsStartNothing) {
       {{"--log-level", "loud"}, "--log-level"},
       {{"--net-latency", "2"}, "--net-latency: '2': unknown unit ''"},
       {{"--net-bandwidth", "10Gbps"}, "--net-bandwidth"},
-      {{"--hosts", "127.0.0.1:1"}, "--key-file"},
+      {{"--launcher", "svmd", "--hosts", "127.0.0.1:1"}, "--key-file"},
+      {{"--launcher", "ssh"}, "--launcher ssh needs --hosts or --hostfile"},
+      {{"--hosts", "a", "--hostfile", "f"}, "give one of them"},
+      {{"--hostfile", "/no/such/hostfile"}, "--hostfile /no/such/hostfile"},
+      {{"--stdin", "first"}, "--stdin"},
+      {{"-n", "2", "--stdin", "2"}, "--stdin 2: the job has nodes 0..1"},
+      {{"-x", "SVM_TEST_UNSET_VARIABLE"}, "-x SVM_TEST_UNSET_VARIABLE: not set"},
   };
   for (auto& k : cases) {
     Child c(SvmrunArgs(k.args, {"/usr/bin/touch", marker}));
