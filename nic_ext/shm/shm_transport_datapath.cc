@@ -41,12 +41,14 @@ void FutexWake(std::atomic<uint32_t>* word) {
 // Byte-stream copies in and out of a ring of `size` (a power of two) at
 // stream position `pos`.
 void CopyIn(uint8_t* ring, uint32_t size, uint64_t pos, const uint8_t* src, size_t n) {
+  if (n == 0) return;  // src may be null (an empty gather entry)
   const size_t at = pos & (size - 1), first = std::min<size_t>(n, size - at);
   std::memcpy(ring + at, src, first);
   std::memcpy(ring, src + first, n - first);
 }
 
 void CopyOut(uint8_t* dst, const uint8_t* ring, uint32_t size, uint64_t pos, size_t n) {
+  if (n == 0) return;  // dst may be null (an empty message)
   const size_t at = pos & (size - 1), first = std::min<size_t>(n, size - at);
   std::memcpy(dst, ring + at, first);
   std::memcpy(dst + first, ring, n - first);
@@ -90,6 +92,7 @@ void ShmNicImpl::Execute(CompletionQueue* cq, const WorkRequest& wr) {
       }
       for (uint32_t i = 0; i < wr.num_sge; ++i) {
         const Sge& s = wr.sge[i];
+        if (s.length == 0) continue;  // its address may be null
         if (wr.op == Opcode::kWrite) {
           std::memmove(remote, s.addr, s.length);
         } else {
