@@ -34,6 +34,12 @@ class RegionTable {
     return reinterpret_cast<uint64_t*>(p);
   }
 
+  // Serves READ, WRITE, CAS or FAA against this table's memory on the
+  // calling thread (backends whose initiator can reach the target's memory:
+  // fake, shm). Fills c->status, c->byte_len and c->value.
+  // REQUIRES: wr.op is one of those four and wr passed Nic::Validate.
+  void Serve(const WorkRequest& wr, Completion* c) const;
+
   const MemoryRegion* Get(RegionId id) const {
     return id < kMaxRegions && used_[id] ? &regions_[id] : nullptr;
   }

@@ -1,5 +1,8 @@
 #include "nic_ext/transport.h"
 
+#include <atomic>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "nic_ext/region_table.h"
@@ -136,6 +139,42 @@ Status Nic::Validate(const WorkRequest& wr) const {
       break;
   }
   return Status::Ok();
+}
+
+void RegionTable::Serve(const WorkRequest& wr, Completion* c) const {
+  if (wr.op == Opcode::kCas || wr.op == Opcode::kFaa) {
+    uint64_t* word = FindWord(wr.region, wr.offset);
+    if (word == nullptr) {
+      c->status = WcStatus::kRemoteAccessError;
+      return;
+    }
+    std::atomic_ref<uint64_t> a(*word);
+    if (wr.op == Opcode::kCas) {
+      uint64_t expected = wr.compare;
+      a.compare_exchange_strong(expected, wr.operand);
+      c->value = expected;
+    } else {
+      c->value = a.fetch_add(wr.operand);
+    }
+    return;
+  }
+  const uint64_t bytes = wr.Bytes();
+  uint8_t* remote = Find(wr.region, wr.offset, bytes);
+  if (remote == nullptr) {
+    c->status = WcStatus::kRemoteAccessError;
+    return;
+  }
+  for (uint32_t i = 0; i < wr.num_sge; ++i) {
+    const Sge& s = wr.sge[i];
+    if (s.length == 0) continue;  // its address may be null
+    if (wr.op == Opcode::kWrite) {
+      std::memmove(remote, s.addr, s.length);
+    } else {
+      std::memmove(s.addr, remote, s.length);
+    }
+    remote += s.length;
+  }
+  c->byte_len = static_cast<uint32_t>(bytes);
 }
 
 Status RegionTable::Add(const MemoryRegion& r) {

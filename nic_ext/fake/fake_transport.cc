@@ -112,42 +112,11 @@ class FakeNic final : public Nic {
         break;
       }
       case Opcode::kWrite:
-      case Opcode::kRead: {
-        uint8_t* remote = target->regions_.Find(wr.region, wr.offset, bytes);
-        if (remote == nullptr) {
-          c.status = WcStatus::kRemoteAccessError;
-          break;
-        }
-        for (uint32_t i = 0; i < wr.num_sge; ++i) {
-          const Sge& s = wr.sge[i];
-          if (s.length == 0) continue;
-          if (wr.op == Opcode::kWrite) {
-            std::memmove(remote, s.addr, s.length);
-          } else {
-            std::memmove(s.addr, remote, s.length);
-          }
-          remote += s.length;
-        }
-        c.byte_len = static_cast<uint32_t>(bytes);
-        break;
-      }
+      case Opcode::kRead:
       case Opcode::kCas:
-      case Opcode::kFaa: {
-        uint64_t* word = target->regions_.FindWord(wr.region, wr.offset);
-        if (word == nullptr) {
-          c.status = WcStatus::kRemoteAccessError;
-          break;
-        }
-        std::atomic_ref<uint64_t> a(*word);
-        if (wr.op == Opcode::kCas) {
-          uint64_t expected = wr.compare;
-          a.compare_exchange_strong(expected, wr.operand);
-          c.value = expected;
-        } else {
-          c.value = a.fetch_add(wr.operand);
-        }
+      case Opcode::kFaa:
+        target->regions_.Serve(wr, &c);
         break;
-      }
       case Opcode::kLock: {
         Waiter w{self(), cq, wr.wr_id, wr.signaled};
         if (target->locks_.Acquire(wr.lock, w) == LockTable<Waiter>::Result::kQueued) return;

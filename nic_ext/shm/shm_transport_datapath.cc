@@ -84,44 +84,12 @@ void ShmNicImpl::Execute(CompletionQueue* cq, const WorkRequest& wr) {
   }
   switch (wr.op) {
     case Opcode::kRead:
-    case Opcode::kWrite: {
-      uint8_t* remote = p.regions.Find(wr.region, wr.offset, bytes);
-      if (remote == nullptr) {
-        c.status = WcStatus::kRemoteAccessError;
-        break;
-      }
-      for (uint32_t i = 0; i < wr.num_sge; ++i) {
-        const Sge& s = wr.sge[i];
-        if (s.length == 0) continue;  // its address may be null
-        if (wr.op == Opcode::kWrite) {
-          std::memmove(remote, s.addr, s.length);
-        } else {
-          std::memmove(s.addr, remote, s.length);
-        }
-        remote += s.length;
-      }
-      c.byte_len = uint32_t(bytes);
-      n_remote_.fetch_add(1, std::memory_order_relaxed);
-      break;
-    }
+    case Opcode::kWrite:
     case Opcode::kCas:
-    case Opcode::kFaa: {
-      uint64_t* word = p.regions.FindWord(wr.region, wr.offset);
-      if (word == nullptr) {
-        c.status = WcStatus::kRemoteAccessError;
-        break;
-      }
-      std::atomic_ref<uint64_t> a(*word);
-      if (wr.op == Opcode::kCas) {
-        uint64_t expected = wr.compare;
-        a.compare_exchange_strong(expected, wr.operand);
-        c.value = expected;
-      } else {
-        c.value = a.fetch_add(wr.operand);
-      }
-      n_remote_.fetch_add(1, std::memory_order_relaxed);
+    case Opcode::kFaa:
+      p.regions.Serve(wr, &c);
+      if (c.status == WcStatus::kSuccess) n_remote_.fetch_add(1, std::memory_order_relaxed);
       break;
-    }
     case Opcode::kSend:
       c.status = Send(p, wr.peer, wr);
       c.byte_len = uint32_t(bytes);
