@@ -167,7 +167,7 @@ class ShmNicImpl final : public ShmNic {
   // Datapath (shm_transport_datapath.cc).
   void Execute(CompletionQueue* cq, const WorkRequest& wr);
   WcStatus Send(Peer& p, NodeId to, const WorkRequest& wr);
-  void FlushLocked(Peer& p, NodeId to);  // REQUIRES: p.send_mu
+  void FlushLocked(Peer& p);  // REQUIRES: p.send_mu
   WcStatus Lock(CompletionQueue* cq, const WorkRequest& wr, bool* completes_now);
   WcStatus Unlock(const WorkRequest& wr);
   void ServeNext(LockWord& w);

@@ -147,7 +147,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
     put(length, sizeof(length));
     for (uint32_t i = 0; i < wr.num_sge; ++i) put(wr.sge[i].addr, wr.sge[i].length);
     h.tail.store(tail, std::memory_order_seq_cst);
-    if (p.backlog.size() > p.backlog_at) FlushLocked(p, to);
+    if (p.backlog.size() > p.backlog_at) FlushLocked(p);
   }
   WakeForMessage(to);
   return WcStatus::kSuccess;
@@ -156,7 +156,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
 // Moves backlog bytes into the ring while there is room. When some remain,
 // asks the receiver for a wake-up on room (sender_waits), then looks once
 // more: room made before the request was seen would wake nobody.
-void ShmNicImpl::FlushLocked(Peer& p, NodeId to) {
+void ShmNicImpl::FlushLocked(Peer& p) {
   RingHead& h = *layout_.head(p.control, self());
   uint8_t* ring = layout_.ring(p.control, self());
   const uint32_t size = layout_.ring_bytes;
@@ -180,7 +180,6 @@ void ShmNicImpl::FlushLocked(Peer& p, NodeId to) {
     if (round > 0) return;
     h.sender_waits.store(1, std::memory_order_seq_cst);
   }
-  (void)to;
 }
 
 bool ShmNicImpl::FlushBacklogs() {
@@ -191,7 +190,7 @@ bool ShmNicImpl::FlushBacklogs() {
     std::unique_lock<std::mutex> l(p.send_mu, std::try_to_lock);
     if (!l) continue;
     const size_t before = p.backlog.size() - p.backlog_at;
-    FlushLocked(p, k);
+    FlushLocked(p);
     const bool moved = p.backlog.size() - p.backlog_at < before;
     l.unlock();
     if (moved) {
