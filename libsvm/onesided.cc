@@ -147,24 +147,27 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
   os_ops_.emplace(id, std::move(op));
 }
 
-void Runtime::ReadPage(NodeId home, PageId p, bool mark) {
+void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) {
   auto op = std::make_unique<OneSided>();
   op->kind = OneSided::Kind::kReadPage;
   op->home = home;
-  op->page = p;
+  op->page = first;
+  op->count = count;
   const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
-  const uint32_t page = uint32_t(Frame(p).size());
-  op->buf.resize(vbytes + page);
-  const auto [region, offset] = FrameAt(p);
-  nic::Sge v{op->buf.data(), vbytes}, d{op->buf.data() + vbytes, page};
-  // The mark before the reads (a peer executes one pair's requests in
-  // order): a home write the copy misses is in a notice.
-  nic::WorkRequest wrs[3] = {
-      nic::WorkRequest::Faa(home, kSharedMarks, p * sizeof(uint64_t), 1),
-      nic::WorkRequest::Read(home, kVersions, p * vbytes, {&v, 1}),  // the version first
-      nic::WorkRequest::Read(home, region, offset, {&d, 1}),
-  };
-  PostOneSided(std::move(op), std::span(wrs).subspan(mark ? 0 : 1));
+  const uint32_t page = uint32_t(Frame(first).size());
+  op->buf.resize(size_t(count) * (vbytes + page));
+  const auto [region, offset] = FrameAt(first);
+  nic::Sge v{op->buf.data(), count * vbytes}, d{op->buf.data() + count * vbytes, count * page};
+  // The marks before the reads (a peer executes one pair's requests in
+  // order): a home write a copy misses is in a notice.
+  nic::WorkRequest wrs[kMaxPageRun + 2];
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; ++i)
+    if (mark & (uint64_t{1} << i))
+      wrs[n++] = nic::WorkRequest::Faa(home, kSharedMarks, (first + i) * sizeof(uint64_t), 1);
+  wrs[n++] = nic::WorkRequest::Read(home, kVersions, first * vbytes, {&v, 1});  // the versions first
+  wrs[n++] = nic::WorkRequest::Read(home, region, offset, {&d, 1});
+  PostOneSided(std::move(op), std::span(wrs, n));
 }
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
@@ -274,9 +277,11 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
     switch (op->kind) {
       case OneSided::Kind::kReadPage: {
         stats::NodeCall call(node_->stats());
-        const VectorTime version = stamp(op->buf.data());
-        Status st = node_->OnPageRead(op->home, op->page, version,
-                                      {op->buf.data() + vbytes, op->buf.size() - vbytes});
+        std::vector<VectorTime> versions;
+        for (uint32_t i = 0; i < op->count; ++i) versions.push_back(stamp(op->buf.data() + i * vbytes));
+        const size_t at = size_t(op->count) * vbytes;
+        Status st = node_->OnPageRead(op->home, op->page, versions,
+                                      {op->buf.data() + at, op->buf.size() - at});
         if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
         break;
       }

@@ -146,6 +146,7 @@ class Runtime final : public Host {
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override;
+  PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
@@ -153,7 +154,7 @@ class Runtime final : public Host {
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
   uint64_t& SharedMark(PageId p) override;
-  void ReadPage(NodeId home, PageId p, bool mark) override;
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;

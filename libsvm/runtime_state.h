@@ -54,6 +54,7 @@ struct Runtime::OneSided {
   Kind kind = Kind::kReadPage;
   NodeId home = 0;
   PageId page = 0;
+  uint32_t count = 1;  // kReadPage: pages read, from page on
   LockId lock = 0;
   nic::LockNo no = 0;
   uint32_t probes = 0;

@@ -17,18 +17,22 @@
 
 namespace svm {
 
-// Requester -> home: send me page `page` once its version covers `need`.
+// Requester -> home: send me page `page` once its version covers `need`,
+// and with it the next count - 1 pages (a page run: those go as they are,
+// the requester drops a copy too old for it).
 struct FetchRequest {
   PageId page = 0;
   VectorTime need;
+  uint32_t count = 1;
   friend bool operator==(const FetchRequest&, const FetchRequest&) = default;
 };
 
-// Home -> requester: the page's bytes and the version (flush timestamp) they
-// reflect.
+// Home -> requester: pages page, page + 1, ... (a run, possibly shorter than
+// asked), each page's version (flush timestamp) and their bytes, one page
+// after another.
 struct PageReply {
   PageId page = 0;
-  VectorTime version;
+  std::vector<VectorTime> versions;
   std::vector<uint8_t> data;
   friend bool operator==(const PageReply&, const PageReply&) = default;
 };

@@ -36,9 +36,10 @@ std::vector<Message> Samples() {
   };
   return {
       FetchRequest{42, Vt({1, 0, 5})},
-      FetchRequest{UINT64_MAX, Vt({UINT32_MAX, 0, 0})},
-      PageReply{7, Vt({3, 2, 1}), page},
-      PageReply{0, Vt({0, 0, 0}), {}},
+      FetchRequest{UINT64_MAX, Vt({UINT32_MAX, 0, 0}), kMaxPageRun},
+      PageReply{7, {Vt({3, 2, 1})}, page},
+      PageReply{0, {Vt({0, 0, 0})}, {}},
+      PageReply{9, {Vt({3, 2, 1}), Vt({0, 0, 4})}, Bytes(2 * page.size(), 0x11)},
       DiffMessage{9, 4, {0, 0, 0, 0, 3, 0, 0, 0, 0xaa, 0xbb, 0xcc}},
       DiffMessage{UINT64_MAX, UINT32_MAX, {}},
       LockRequest{0xdeadbeef, 2, false, Vt({1, 2, 3})},
@@ -348,6 +349,30 @@ TEST(Wire, OversizedVectorCountsRejected) {
   }
 }
 
+// A page run is 1..kMaxPageRun pages, asked for and answered.
+TEST(Wire, PageRunCountsBounded) {
+  auto vector = [](coding::Writer& w) {
+    w.PutU32(kNodes);
+    for (uint32_t i = 0; i < kNodes; ++i) w.PutU32(0);
+  };
+  for (uint32_t count : {0u, 1u, kMaxPageRun, kMaxPageRun + 1, UINT32_MAX}) {
+    const bool valid = count >= 1 && count <= kMaxPageRun;
+    Bytes fetch = Raw(MessageType::kFetchRequest, [&](coding::Writer& w) {
+      w.PutU64(1);
+      vector(w);
+      w.PutU32(count);
+    });
+    EXPECT_EQ(DecodeBytes(fetch).ok(), valid) << count;
+    Bytes reply = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
+      w.PutU64(1);
+      w.PutU32(count);
+      for (uint32_t i = 0; i < std::min(count, kMaxPageRun + 1); ++i) vector(w);
+      w.PutU32(0);
+    });
+    EXPECT_EQ(DecodeBytes(reply).ok(), valid) << count;
+  }
+}
+
 TEST(Wire, OversizedListCountsRejected) {
   auto vector = [](coding::Writer& w) {
     w.PutU32(kNodes);
@@ -381,6 +406,7 @@ TEST(Wire, OversizedListCountsRejected) {
     // Byte string length: one byte follows.
     Bytes data = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
       w.PutU64(1);
+      w.PutU32(1);  // one version
       vector(w);
       w.PutU32(count);
       w.PutU8(0xab);
