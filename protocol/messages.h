@@ -100,11 +100,13 @@ struct HomeClaim {
   friend bool operator==(const HomeClaim&, const HomeClaim&) = default;
 };
 
-// Manager -> node: `page`'s home is `home`. When that is the manager itself,
-// a PageReply with its copy follows (the claimant's fetch, saved a round trip).
+// Manager -> node: `page`'s home is `home`, and so is the home of the `same`
+// pages after it (for page runs). When that is the manager itself, a
+// PageReply with its copy follows (the claimant's fetch, saved a round trip).
 struct HomeReply {
   PageId page = 0;
   NodeId home = 0;
+  uint32_t same = 0;
   friend bool operator==(const HomeReply&, const HomeReply&) = default;
 };
 

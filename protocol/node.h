@@ -231,6 +231,7 @@ class Node {
   void TrackMarked();
   // Pages to fetch from p on: 1, or a run after a sequential fault.
   uint32_t RunFrom(PageId p, const Page& pg);
+  NodeId KnownHome(PageId q) const;
   void RequestPage(PageId p, Page& pg, uint32_t count = 1);
   // A page fetched ahead went unused: smaller runs from now on.
   void AheadUnused();

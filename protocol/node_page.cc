@@ -237,18 +237,21 @@ uint32_t Node::RunFrom(PageId p, const Page& pg) {
   run_ = std::min(2 * run_, config_.max_run);
   const PageId end = std::min<PageId>({host_->FramesEnd(p), p + run_, config_.geometry.pages});
   uint32_t n = 1;
-  for (PageId q = p + 1; q < end; ++q, ++n) {
+  for (PageId q = p + 1; q < end && KnownHome(q) == pg.home; ++q, ++n) {
     auto it = pages_.find(q);
-    if (it == pages_.end()) {
-      if (homes_.policy() == HomePolicy::kFirstTouch || homes_.StaticHome(q) != pg.home) break;
-      continue;
-    }
+    if (it == pages_.end()) continue;
     const Page& next = *it->second;
-    if (next.home != pg.home || next.state != Page::State::kInvalid || next.fetching ||
-        next.claiming)
-      break;
+    if (next.state != Page::State::kInvalid || next.fetching || next.claiming) break;
   }
   return n;
+}
+
+// q's home as far as this node knows without asking (kNoNode: it does not).
+NodeId Node::KnownHome(PageId q) const {
+  auto it = pages_.find(q);
+  if (it != pages_.end() && it->second->home != kNoNode) return it->second->home;
+  if (homes_.policy() != HomePolicy::kFirstTouch) return homes_.StaticHome(q);
+  return homes_.Manager(q) == config_.self ? directory_.Lookup(q) : kNoNode;
 }
 
 void Node::AheadUnused() {
@@ -262,6 +265,7 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count) {
   uint64_t mark = 0;
   for (uint32_t i = 0; i < count; ++i) {
     Page& q = i == 0 ? pg : PageEntry(p + i);
+    q.home = pg.home;
     q.fetching = true;
     if (!q.marked) mark |= uint64_t{1} << i;
     q.marked = q.marked || ReadsRemotely(config_.mode);
@@ -457,7 +461,11 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
   if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
   const NodeId home = directory_.Claim(m.page, from);
-  Send(from, HomeReply{m.page, home});
+  // The claimed pages after it with the same home, for the claimant's runs.
+  uint32_t same = 0;
+  const PageId end = std::min<PageId>(homes_.ManagerBlockEnd(m.page), m.page + config_.max_run);
+  for (PageId q = m.page + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
+  Send(from, HomeReply{m.page, home, same});
   if (home == config_.self && !ReadsRemotely(config_.mode)) {
     // The claimant faulted on a page homed here and would fetch it next:
     // our copy follows the reply at once (a fetch that asks for no version;
@@ -480,8 +488,14 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
   if (m.home >= nodes()) return Status::Malformed("home reply names an unknown node");
   if (pg.home != kNoNode && pg.home != m.home)
     return Status::InvalidArgument("home reply contradicts the page's known home");
+  if (m.page + m.same >= config_.geometry.pages || m.page + m.same >= homes_.ManagerBlockEnd(m.page))
+    return Status::Malformed("home reply names pages the manager does not keep");
   pg.claiming = false;
   pg.home = m.home;
+  for (PageId q = m.page + 1; q <= m.page + m.same; ++q) {
+    Page& next = PageEntry(q);
+    if (next.home == kNoNode && !next.claiming) next.home = m.home;
+  }
   if (m.home == from && !ReadsRemotely(config_.mode)) {
     // The manager is the home: its copy follows this reply (OnHomeClaim).
     pg.fetching = true;

@@ -92,6 +92,7 @@ void PutBody(Writer& w, const HomeClaim& m) { w.PutU64(m.page); }
 void PutBody(Writer& w, const HomeReply& m) {
   w.PutU64(m.page);
   w.PutU32(m.home);
+  w.PutU32(m.same);
 }
 
 void PutBody(Writer& w, const SpawnRequest& m) {
@@ -164,6 +165,12 @@ class BodyReader {
     std::vector<IntervalId> entries(count);
     for (IntervalId& e : entries) U32(&e, field);
     if (ok()) *v = VectorTime(std::move(entries));
+  }
+
+  // A u32 below limit.
+  void Below(uint32_t* v, uint32_t limit, const char* field) {
+    U32(v, field);
+    if (ok() && *v >= limit) Fail(field, "out of range");
   }
 
   // A u32 in [1, max].
@@ -294,6 +301,7 @@ void ReadBody(BodyReader& r, HomeClaim* m) { r.U64(&m->page, "page"); }
 void ReadBody(BodyReader& r, HomeReply* m) {
   r.U64(&m->page, "page");
   r.Node(&m->home, "home");
+  r.Below(&m->same, kMaxPageRun, "same");
 }
 
 void ReadBody(BodyReader& r, SpawnRequest* m) {

@@ -52,7 +52,7 @@ std::vector<Message> Samples() {
       BarrierRelease{0, Vt({0, 0, 0}), false, {}},
       HomeClaim{123},
       HomeClaim{UINT64_MAX},
-      HomeReply{123, 2},
+      HomeReply{123, 2, kMaxPageRun - 1},
       HomeReply{0, 0},
       SpawnRequest{0x5356000100000002, 0x401136, 0x7fffffffe000},
       SpawnReply{1, 11},
@@ -152,12 +152,13 @@ TEST(Wire, GoldenHomeReply) {
       0x53, 0x56, 0x4d, 0x31,  // magic "SVM1"
       0x02, 0x00,              // version 2
       0x09, 0x00,              // type home-reply
-      0x0c, 0x00, 0x00, 0x00,  // body length 12
+      0x10, 0x00, 0x00, 0x00,  // body length 16
       0x07, 0x00, 0x00, 0x00,  // epoch 7
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // page
       0x02, 0x00, 0x00, 0x00,                          // home
+      0x05, 0x00, 0x00, 0x00,                          // same
   };
-  EXPECT_EQ(Encode(HomeReply{0x0102030405060708, 2}, 7), want);
+  EXPECT_EQ(Encode(HomeReply{0x0102030405060708, 2, 5}, 7), want);
 }
 
 TEST(Wire, GoldenLockRequest) {
