@@ -147,17 +147,21 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
   os_ops_.emplace(id, std::move(op));
 }
 
-void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) {
+void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) {
   auto op = std::make_unique<OneSided>();
   op->kind = OneSided::Kind::kReadPage;
   op->home = home;
   op->page = first;
   op->count = count;
+  op->into_frames = into_frames;
   const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
   const uint32_t page = uint32_t(Frame(first).size());
-  op->buf.resize(size_t(count) * (vbytes + page));
+  // The pages land where they are read from next (the seed's VMMC receives
+  // into the frame as well): one copy, not two.
+  op->buf.resize(size_t(count) * (vbytes + (into_frames ? 0 : page)));
+  uint8_t* data = into_frames ? Frame(first).data() : op->buf.data() + count * vbytes;
   const auto [region, offset] = FrameAt(first);
-  nic::Sge v{op->buf.data(), count * vbytes}, d{op->buf.data() + count * vbytes, count * page};
+  nic::Sge v{op->buf.data(), count * vbytes}, d{data, count * page};
   // The marks before the reads (a peer executes one pair's requests in
   // order): a home write a copy misses is in a notice.
   nic::WorkRequest wrs[kMaxPageRun + 2];
@@ -280,8 +284,10 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         std::vector<VectorTime> versions;
         for (uint32_t i = 0; i < op->count; ++i) versions.push_back(stamp(op->buf.data() + i * vbytes));
         const size_t at = size_t(op->count) * vbytes;
-        Status st = node_->OnPageRead(op->home, op->page, versions,
-                                      {op->buf.data() + at, op->buf.size() - at});
+        const std::span<const uint8_t> data =
+            op->into_frames ? std::span<const uint8_t>(Frame(op->page).data(), op->count * Frame(op->page).size())
+                            : std::span<const uint8_t>(op->buf.data() + at, op->buf.size() - at);
+        Status st = node_->OnPageRead(op->home, op->page, versions, data);
         if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
         break;
       }

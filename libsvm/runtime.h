@@ -154,7 +154,7 @@ class Runtime final : public Host {
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
   uint64_t& SharedMark(PageId p) override;
-  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) override;
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;

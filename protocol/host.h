@@ -77,9 +77,12 @@ class Host {
   // a demand guarantees the page holds the diffs it names. For each bit i set
   // in mark, first sets home's SharedMark(first + i) (a fetch-and-add,
   // completed at the home before the reads), so that the home tracks every
-  // write it makes to that page from then on. Completes with
+  // write it makes to that page from then on. With into_frames (no copy of
+  // these pages here is valid), the pages may land in their Frames directly,
+  // and the data OnPageRead gets are those frames. Completes with
   // Node::OnPageRead.
-  virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) = 0;
+  virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark,
+                         bool into_frames) = 0;
 
   // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then
   // home's Versions(p)[self] = interval. No completion reaches the Node.

@@ -273,7 +273,7 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count) {
   pg.run = count;
   if (ReadsRemotely(config_.mode)) {
     stats_.remote_reads++;
-    host_->ReadPages(pg.home, p, count, mark);
+    host_->ReadPages(pg.home, p, count, mark, pg.state == Page::State::kInvalid);
   } else {
     Send(pg.home, FetchRequest{p, pg.need, count});
   }
@@ -443,7 +443,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
     }
     stats_.safe_fetches++;
   } else {
-    std::memcpy(frame.data(), data.data(), page_size);
+    if (data.data() != frame.data()) std::memcpy(frame.data(), data.data(), page_size);  // else landed there
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
   }
   pg.stale = false;

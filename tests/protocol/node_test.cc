@@ -67,7 +67,7 @@ class TestHost : public MemoryHost {
   TestHost(Cluster* c, NodeId self, NodeId nodes) : MemoryHost(nodes), cluster_(c), self_(self) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   // The cluster runs base mode: no one-sided operation may be posted.
-  void ReadPages(NodeId, PageId, uint32_t, uint64_t) override { ADD_FAILURE() << "ReadPages in base mode"; }
+  void ReadPages(NodeId, PageId, uint32_t, uint64_t, bool) override { ADD_FAILURE() << "ReadPages in base mode"; }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
     ADD_FAILURE() << "WriteDiff in base mode";
   }
@@ -651,8 +651,9 @@ class ModeHost : public MemoryHost {
  public:
   explicit ModeHost(NodeId nodes) : MemoryHost(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
-  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) override {
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override {
     reads.push_back({home, first});
+    in_place.push_back(into_frames);
     read_counts.push_back(count);
     for (uint32_t i = 0; i < count; ++i)
       if (mark & (uint64_t{1} << i)) marked.push_back(first + i);
@@ -671,6 +672,7 @@ class ModeHost : public MemoryHost {
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
   std::vector<std::pair<NodeId, PageId>> reads;
   std::vector<uint32_t> read_counts;
+  std::vector<bool> in_place;
   std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
@@ -712,6 +714,30 @@ TEST(NodeModeTest, RemoteReadOfAPageRun) {
   ASSERT_TRUE(n.OnPageRead(1, 10, std::vector<VectorTime>{VectorTime(2)}, one).ok());
   EXPECT_EQ(n.Fault(1, 10, Access::kRead), Outcome::kDone);
   EXPECT_EQ(h.prot(10), Prot::kRead);
+}
+
+// rf: an invalid page's copy may land in its frame (one copy, not two); a
+// dirty page's cannot (its safe fetch merges through the twin).
+TEST(NodeModeTest, RemoteReadLandsInTheFrameOfAnInvalidPage) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kRf, 2, 1), &h);  // page 1: homed at node 1
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.in_place, std::vector<bool>{true});
+  h.Frame(1)[7] = 42;  // the NIC wrote it there
+  ASSERT_TRUE(n.OnPageRead(1, 1, std::vector<VectorTime>{VectorTime(2)}, h.Frame(1)).ok());
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.Frame(1)[7], 42);
+  ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);  // twinned, dirty
+  h.Frame(1)[8] = 1;
+  const LockId l = PinnedLock(1, 9);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
+  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
+  h.inbox.push_back({1, 1, {1}});  // node 1 wrote page 1
+  n.Poll();
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);  // the notice makes the dirty copy stale
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.in_place.back(), false);
 }
 
 // dw: a timestamp may run ahead of the deposits, and is waited for; but not

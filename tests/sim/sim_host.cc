@@ -99,7 +99,7 @@ PageId SimHost::FramesEnd(PageId p) {
   return p < middle ? middle : pages_;
 }
 
-void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) {
+void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool) {
   if (!CheckPeer("ReadPages", home, false)) return;
   if (first >= pages_ || count == 0 || count > kMaxPageRun || first + count > FramesEnd(first))
     return ContractError("ReadPages of pages " + std::to_string(first) + "+" + std::to_string(count));

@@ -53,7 +53,8 @@ class SimHost final : public Host {
   std::span<IntervalId> Versions(PageId p) override;
   uint32_t JobThreads() override { return listener_->LiveThreads(); }
   uint64_t& SharedMark(PageId p) override;
-  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark) override;
+  // Never into the frames: they are separate allocations here.
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
   PageId FramesEnd(PageId p) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,
                  std::span<const uint8_t> runs) override;
