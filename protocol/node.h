@@ -39,10 +39,11 @@
 //    remote one, so a remote waiter is never starved by local traffic.
 //  * Page runs: a remote fault whose page follows one held here (a sweep)
 //    fetches the pages after it with the same home along, in one request
-//    and one reply (rf: one READ). Those land as READ copies the application
-//    cannot see yet (prefetched): the first touch is a local fault that maps
-//    them. The run doubles on each such fault and halves when a page fetched
-//    ahead goes unused (invalidated untouched, or too old on arrival).
+//    and one reply (rf: one READ). They are mapped as READ copies at once,
+//    except the run's last page, which is watched: left unmapped, so its
+//    first touch (a local fault) shows the sweep reached it. The run doubles
+//    on each such fault and halves when a page fetched ahead goes unused
+//    (watched and invalidated untouched, or too old on arrival).
 //  * Barriers: threads of a node, then node -> master (node 0) -> release.
 //
 // Modes (types.h, cumulative) move work from handlers onto one-sided ops:
@@ -244,8 +245,11 @@ class Node {
   Status OnPageReply(NodeId from, PageReply& m);
   Status InstallRun(NodeId from, PageId first, std::span<const VectorTime> versions,
                     std::span<const uint8_t> data);
+  // A page of a run: the faulting one, or one fetched ahead and mapped at
+  // once, or the last one ahead, left unmapped until touched (Page::watched).
+  enum class Ahead : uint8_t { kNo, kMapped, kWatched };
   void InstallPage(PageId p, Page& pg, const VectorTime& version, std::span<const uint8_t> data,
-                   bool ahead);
+                   Ahead ahead);
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);

@@ -45,7 +45,7 @@ Prot Node::DesiredProtection(PageId p, const Page& pg) const {
   if (pg.state == State::kInvalid) return Prot::kNone;
   if (pg.home == config_.self) {
     if (!VersionCovers(p, pg.need)) return Prot::kNone;  // diffs still due
-  } else if (pg.stale || pg.prefetched) {
+  } else if (pg.stale || pg.watched) {
     return Prot::kNone;
   }
   return pg.state == State::kWrite ? Prot::kReadWrite : Prot::kRead;
@@ -212,8 +212,8 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
     pg.waiters.push_back(t);
     return Outcome::kBlocked;
   }
-  if (pg.prefetched) {
-    pg.prefetched = false;
+  if (pg.watched) {
+    pg.watched = false;
     stats_.ahead_used++;
   }
   if (a == Access::kWrite && pg.state == Page::State::kRead) {
@@ -291,8 +291,8 @@ void Node::Invalidate(PageId p, NodeId writer, IntervalId interval) {
     if (pg.state == Page::State::kRead) {
       pg.state = Page::State::kInvalid;
       stats_.invalidations++;
-      if (pg.prefetched) {
-        pg.prefetched = false;
+      if (pg.watched) {
+        pg.watched = false;
         AheadUnused();
       }
     } else if (pg.state == Page::State::kWrite && !pg.stale) {
@@ -404,10 +404,13 @@ Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> v
   const uint32_t run = pg.run;
   for (uint32_t i = 0; i < run; ++i) {
     Page& q = i == 0 ? pg : *pages_.at(first + i);
+    // The last page ahead is watched: whether the sweep reaches it says
+    // whether the run was worth it.
+    const Ahead ahead = i == 0 ? Ahead::kNo : i + 1 == run ? Ahead::kWatched : Ahead::kMapped;
     if (i < versions.size()) {
-      InstallPage(first + i, q, versions[i], data.subspan(i * page_size, page_size), i > 0);
+      InstallPage(first + i, q, versions[i], data.subspan(i * page_size, page_size), ahead);
     } else {
-      InstallPage(first + i, q, VectorTime(), {}, true);
+      InstallPage(first + i, q, VectorTime(), {}, ahead);
     }
   }
   return Status::Ok();
@@ -418,12 +421,12 @@ Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> v
 // takes only the bytes others changed, through its twin (safe fetch), so
 // local writes survive.
 void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
-                       std::span<const uint8_t> data, bool ahead) {
+                       std::span<const uint8_t> data, Ahead ahead) {
   pg.fetching = false;
   const bool usable = !data.empty() && (version.Covers(pg.need) ||
                                         config_.TEST_bug == PlantedBug::kNoVersionWait);
   if (!usable) {
-    if (ahead && pg.waiters.empty()) {
+    if (ahead != Ahead::kNo && pg.waiters.empty()) {
       AheadUnused();
     } else {
       stats_.fetch_retries++;
@@ -447,10 +450,10 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
   }
   pg.stale = false;
-  if (ahead && pg.waiters.empty()) {
-    pg.prefetched = true;
-  } else if (ahead) {
+  if (ahead != Ahead::kNo && !pg.waiters.empty()) {
     stats_.ahead_used++;
+  } else if (ahead == Ahead::kWatched) {
+    pg.watched = true;
   }
   SyncProtection(p, pg);
   WakeAll(&pg.waiters);

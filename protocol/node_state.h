@@ -25,8 +25,8 @@ namespace svm {
 //     Node::untracked_: no other node held a copy when the home last looked
 //     (SharedMark), so its writes need no notice and it stays read-write.
 //     tracked never goes back to false.
-//  6. prefetched implies state == kRead away from the home, and prot ==
-//     kNone: a copy fetched ahead that no thread here touched yet.
+//  6. watched implies state == kRead away from the home, and prot ==
+//     kNone: the last page of a run fetched ahead, not touched here yet.
 struct Node::Page {
   enum class State : uint8_t { kInvalid, kRead, kWrite };
 
@@ -40,7 +40,7 @@ struct Node::Page {
   bool claiming = false;   // a HomeClaim is out
   bool tracked = false;    // at the home: writes are noted (invariant 5)
   bool marked = false;     // away from it: the home knows we hold a copy
-  bool prefetched = false; // fetched ahead, not touched yet (invariant 6)
+  bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   uint32_t run = 0;        // pages the fetch out from here asked for
   VectorTime need;         // version a copy must have (from applied notices)
   std::unique_ptr<uint8_t[]> twin;
