@@ -144,12 +144,42 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
                                 st.ToString()));
     }
   }
-  os_ops_.emplace(id, std::move(op));
+  if (spare_nodes_.empty()) {
+    os_ops_.emplace(id, std::move(op));
+    return;
+  }
+  auto node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = id;
+  node.mapped() = std::move(op);
+  os_ops_.insert(std::move(node));
+}
+
+// Most operations and map nodes kept for reuse.
+constexpr size_t kSpareOps = 64;
+
+std::unique_ptr<Runtime::OneSided> Runtime::NewOp(uint8_t kind) {
+  std::unique_ptr<OneSided> op;
+  if (spare_ops_.empty()) {
+    op = std::make_unique<OneSided>();
+  } else {
+    op = std::move(spare_ops_.back());
+    spare_ops_.pop_back();
+    std::vector<uint8_t> buf = std::move(op->buf);  // keeps its capacity
+    *op = OneSided();
+    op->buf = std::move(buf);
+    op->buf.clear();
+  }
+  op->kind = OneSided::Kind(kind);
+  return op;
+}
+
+void Runtime::RecycleOp(std::unique_ptr<OneSided> op) {
+  if (op && spare_ops_.size() < kSpareOps) spare_ops_.push_back(std::move(op));
 }
 
 void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) {
-  auto op = std::make_unique<OneSided>();
-  op->kind = OneSided::Kind::kReadPage;
+  auto op = NewOp(uint8_t(OneSided::Kind::kReadPage));
   op->home = home;
   op->page = first;
   op->count = count;
@@ -267,8 +297,9 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
   for (const nic::Completion& c : done) {
     auto it = os_ops_.find(c.wr_id);
     if (it == os_ops_.end()) continue;  // an error after its op already failed
-    std::unique_ptr<OneSided> op = std::move(it->second);
-    os_ops_.erase(it);
+    auto node = os_ops_.extract(it);
+    std::unique_ptr<OneSided> op = std::move(node.mapped());
+    if (spare_nodes_.size() < kSpareOps) spare_nodes_.push_back(std::move(node));
     if (c.status != nic::WcStatus::kSuccess)
       NetworkFailed(fmt::format("{} at node {} failed: {}", nic::ToString(c.op), c.peer,
                                 nic::ToString(c.status)));
@@ -281,8 +312,11 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
     switch (op->kind) {
       case OneSided::Kind::kReadPage: {
         stats::NodeCall call(node_->stats());
-        std::vector<VectorTime> versions;
-        for (uint32_t i = 0; i < op->count; ++i) versions.push_back(stamp(op->buf.data() + i * vbytes));
+        while (read_versions_.size() < op->count) read_versions_.emplace_back(opts_.nodes);
+        for (uint32_t i = 0; i < op->count; ++i)
+          for (NodeId n = 0; n < opts_.nodes; ++n)
+            read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
+        const std::span<const VectorTime> versions(read_versions_.data(), op->count);
         const size_t at = size_t(op->count) * vbytes;
         const std::span<const uint8_t> data =
             op->into_frames ? std::span<const uint8_t>(Frame(op->page).data(), op->count * Frame(op->page).size())
@@ -327,6 +361,7 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         break;
       }
     }
+    RecycleOp(std::move(op));  // unless posted again
   }
 }
 

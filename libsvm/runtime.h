@@ -239,6 +239,8 @@ class Runtime final : public Host {
   std::pair<uint32_t, uint64_t> FrameAt(PageId p);
   // Posts wrs (every one carrying op's wr id); the op is then in flight.
   // REQUIRES: mu_ held.
+  std::unique_ptr<OneSided> NewOp(uint8_t kind);
+  void RecycleOp(std::unique_ptr<OneSided> op);
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
   void PostLockClaim(std::unique_ptr<OneSided> op);
   // Runs the completions in done. REQUIRES: mu_ held.
@@ -317,6 +319,11 @@ class Runtime final : public Host {
   std::unique_ptr<NoticeRings> rings_;  // dw and up
   nic::CompletionQueue os_cq_;
   std::map<uint64_t, std::unique_ptr<OneSided>> os_ops_;    // GUARDED_BY(mu_): by wr id
+  // Spare operations and map nodes, and scratch versions: a fault's remote
+  // read allocates nothing once the node has warmed up. GUARDED_BY(mu_).
+  std::vector<std::unique_ptr<OneSided>> spare_ops_;
+  std::vector<decltype(os_ops_)::node_type> spare_nodes_;
+  std::vector<VectorTime> read_versions_;
   std::unordered_map<LockId, nic::LockNo> lock_nos_;       // GUARDED_BY(mu_): nil
   std::atomic<bool> poll_hint_{false};  // Settle(): waiters should poll
 

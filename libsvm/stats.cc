@@ -205,6 +205,7 @@ const char* ToString(Counter c) {
     case Counter::kAcquires: return "acquires";
     case Counter::kReleases: return "releases";
     case Counter::kBarriers: return "barriers";
+    case Counter::kRuntimeAllocs: return "runtime_allocs";
   }
   return "?";
 }

@@ -306,7 +306,7 @@ class Node {
   std::vector<PageId> untracked_;      // home pages only this node holds
   uint32_t run_ = 1;                   // pages the next sequential fault fetches
   int batching_ = 0;                   // live ProtectionBatch objects
-  std::vector<std::pair<PageId, Prot>> batch_;  // protections they hold back
+  std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;

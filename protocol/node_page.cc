@@ -56,7 +56,7 @@ void Node::SyncProtection(PageId p, Page& pg) {
   if (want == pg.prot) return;
   pg.prot = want;
   if (batching_ > 0) {
-    batch_.push_back({p, want});
+    batch_.push_back(p);
     return;
   }
   host_->Protect(p, 1, want);
@@ -64,22 +64,20 @@ void Node::SyncProtection(PageId p, Page& pg) {
 }
 
 // One Host::Protect per run of neighbouring pages that end with the same
-// protection; a page changed twice in the batch keeps its last change.
+// protection; a page changed twice in the batch keeps its last change (its
+// Page::prot). Sorts in place: a fault's install allocates nothing here.
 void Node::FlushProtections() {
-  std::stable_sort(batch_.begin(), batch_.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<std::pair<PageId, Prot>> last;
-  for (size_t i = 0; i < batch_.size(); ++i)
-    if (i + 1 == batch_.size() || batch_[i + 1].first != batch_[i].first) last.push_back(batch_[i]);
-  batch_.clear();
-  for (size_t i = 0; i < last.size();) {
+  std::sort(batch_.begin(), batch_.end());
+  batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+  for (size_t i = 0; i < batch_.size();) {
+    const Prot prot = pages_.at(batch_[i])->prot;
     size_t j = i + 1;
-    while (j < last.size() && last[j].first == last[j - 1].first + 1 && last[j].second == last[i].second)
-      ++j;
-    host_->Protect(last[i].first, j - i, last[i].second);
+    while (j < batch_.size() && batch_[j] == batch_[j - 1] + 1 && pages_.at(batch_[j])->prot == prot) ++j;
+    host_->Protect(batch_[i], j - i, prot);
     stats_.protections++;
     i = j;
   }
+  batch_.clear();
 }
 
 bool Node::Marked(PageId p) const {
