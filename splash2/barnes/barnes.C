@@ -64,6 +64,7 @@ static const double DT = 0.025, EPS2 = 0.05 * 0.05, THETA = 0.7;
 /* The command line (common/options.h); the defaults are set from here. */
 static const struct app_preset SIZES[] = {
   {"small", "-n256", NULL},
+  {"medium", "-n4096", NULL},
   {"seed", "-n32768", NULL},
 };
 static const struct app_opt OPTS[] = {

@@ -45,6 +45,7 @@ static cplx *ROOTS;          /* w_r^k for the row FFTs, k < ROOTN/2 */
 /* The command line (common/options.h); the defaults are set from here. */
 static const struct app_preset SIZES[] = {
   {"small", "-m12", NULL},
+  {"medium", "-m20", "1M points"},
   {"seed", "-m22", "4M points"},
 };
 static const struct app_opt OPTS[] = {

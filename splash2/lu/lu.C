@@ -38,6 +38,7 @@ static double **BLK;   /* BLK[I * NB + J] -> B*B doubles, row-major */
 /* The command line (common/options.h); the defaults are set from here. */
 static const struct app_preset SIZES[] = {
   {"small", "-n128 -b16", NULL},
+  {"medium", "-n768 -b16", NULL},
   {"seed", "-n4096 -b16", NULL},
 };
 static const struct app_opt OPTS[] = {

@@ -42,6 +42,7 @@ static anl_pause_t *DOWN; /* DOWN[p]: BELOW[p] (and BASE) are ready */
 /* The command line (common/options.h); the defaults are set from here. */
 static const struct app_preset SIZES[] = {
   {"small", "-n65536", NULL},
+  {"medium", "-n2097152", "2M keys"},
   {"seed", "-n4194304", "4M keys"},
 };
 static const struct app_opt OPTS[] = {

@@ -58,6 +58,7 @@ static const double GEAR[ND] = {19.0 / 120.0, 3.0 / 4.0, 1.0, 1.0 / 2.0, 1.0 / 1
 /* The command line (common/options.h); the defaults are set from here. */
 static const struct app_preset SIZES[] = {
   {"small", "-n64", NULL},
+  {"medium", "-n1024", NULL},
   {"seed", "-n4096", NULL},
 };
 static const struct app_opt OPTS[] = {
