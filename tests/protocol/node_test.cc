@@ -223,6 +223,19 @@ TEST(NodeTest, SequentialFaultsFetchGrowingPageRuns) {
   EXPECT_EQ(c.node(0).stats().ahead_used, 1u);
 }
 
+// First touch: managers keep blocks of max_run pages, and a home reply names
+// the pages after the claimed one with the same home, so runs reach them.
+TEST(NodeTest, FirstTouchHomeRepliesLetRunsThrough) {
+  Cluster c(2, 1, HomePolicy::kFirstTouch, 4);  // node 0 manages 0..3, 8..11; node 1 4..7, 12..15
+  for (PageId p = 0; p < 8; ++p) c.Write(1, 0, p, 0, uint8_t(p + 1));  // node 1 is home of 0..7
+  c.BarrierAll(1, 1);
+  for (PageId p = 0; p < 8; ++p) EXPECT_EQ(c.Read(0, 0, p, 0), p + 1) << p;
+  // Pages 0..3: node 0's own directory; 4: a claim whose reply names 5..7.
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 1u);
+  EXPECT_LT(c.node(0).stats().fetches, 8u);
+  EXPECT_GT(c.node(0).stats().pages_ahead, 0u);
+}
+
 // A run stops at a page whose home differs, and at the end of the frames.
 TEST(NodeTest, PageRunsStopAtAnotherHomeAndAtTheFramesEnd) {
   Cluster c(2, 1, HomePolicy::kCyclic, 8);  // pages alternate between the nodes
