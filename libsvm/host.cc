@@ -144,7 +144,8 @@ void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t s
 
 void Runtime::Settle() {
   ReapSends();
-  poll_hint_.store(!os_ops_.empty() || node_->NeedsPoll(), std::memory_order_relaxed);
+  poll_hint_.store(!os_ops_.empty() || !deferred_reads_.empty() || node_->NeedsPoll(),
+                   std::memory_order_relaxed);
 }
 
 void Runtime::Wake(ThreadId t) {

@@ -178,7 +178,14 @@ void Runtime::RecycleOp(std::unique_ptr<OneSided> op) {
   if (op && spare_ops_.size() < kSpareOps) spare_ops_.push_back(std::move(op));
 }
 
+// How long a re-read waits: about a handler's turn at the home.
+constexpr int64_t kReadRetryNs = 50'000;
+
 void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) {
+  if (completing_read_ && !DiffsDirectly(opts_.mode)) {
+    deferred_reads_.push_back({MonotonicNs() + kReadRetryNs, home, first, count, mark, into_frames});
+    return;
+  }
   auto op = NewOp(uint8_t(OneSided::Kind::kReadPage));
   op->home = home;
   op->page = first;
@@ -321,7 +328,9 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         const std::span<const uint8_t> data =
             op->into_frames ? std::span<const uint8_t>(Frame(op->page).data(), op->count * Frame(op->page).size())
                             : std::span<const uint8_t>(op->buf.data() + at, op->buf.size() - at);
+        completing_read_ = true;
         Status st = node_->OnPageRead(op->home, op->page, versions, data);
+        completing_read_ = false;
         if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
         break;
       }
@@ -366,6 +375,14 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
 }
 
 void Runtime::PollOneSided() {
+  if (!deferred_reads_.empty()) {
+    const int64_t now = MonotonicNs();
+    std::erase_if(deferred_reads_, [&](const DeferredRead& r) {
+      if (r.at_ns > now) return false;
+      ReadPages(r.home, r.first, r.count, r.mark, r.into_frames);
+      return true;
+    });
+  }
   if (os_ops_.empty() && !node_->NeedsPoll()) return;
   nic::Completion done[32];
   while (size_t n = os_cq_.Poll(done)) OnOneSided({done, n});

@@ -324,6 +324,19 @@ class Runtime final : public Host {
   std::vector<std::unique_ptr<OneSided>> spare_ops_;
   std::vector<decltype(os_ops_)::node_type> spare_nodes_;
   std::vector<VectorTime> read_versions_;
+  // rf: a page read again because its copy was too old waits for the diffs
+  // still on their way to the home (messages its handler applies): re-read
+  // at once, it would be read hundreds of times meanwhile. GUARDED_BY(mu_).
+  struct DeferredRead {
+    int64_t at_ns;
+    NodeId home;
+    PageId first;
+    uint32_t count;
+    uint64_t mark;
+    bool into_frames;
+  };
+  std::vector<DeferredRead> deferred_reads_;
+  bool completing_read_ = false;  // inside Node::OnPageRead: a ReadPages is a retry
   std::unordered_map<LockId, nic::LockNo> lock_nos_;       // GUARDED_BY(mu_): nil
   std::atomic<bool> poll_hint_{false};  // Settle(): waiters should poll
 

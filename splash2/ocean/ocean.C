@@ -63,7 +63,7 @@ static const double DT = 0.05, BETA = 1.0, RFRIC = 0.1, TAU = 1.0;
 /* The command line (common/options.h); the defaults are set from here. */
 static const struct app_preset SIZES[] = {
   {"small", "-n32 -s2", NULL},
-  {"medium", "-n258 -s4", "a 258 x 258 grid"},
+  {"medium", "-n256 -s4", "a 258 x 258 grid"},
   {"seed", "-n512 -s4", "a 514 x 514 grid"},
 };
 static const struct app_opt OPTS[] = {
