@@ -34,6 +34,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nic_ext/transport.h"
 
@@ -51,8 +52,17 @@ struct OfiOptions {
   std::string source;     // IP providers: the local address to bind; empty: the first interface
   uint32_t epoch = 0;     // job epoch; messages of another epoch are dropped
   uint64_t key_salt = 0;  // mixed into the memory keys this Nic asks for
+  // The fabric authorisation key (domain_attr->auth_key) where the provider
+  // takes one of this size; empty: none. The runtime derives it from the job
+  // key. A provider that ignores it, or refuses a key of this size, runs
+  // without one (auth_key_applied() says which).
+  std::vector<uint8_t> auth_key;
   WaitPolicy recv_policy;
   std::chrono::milliseconds setup_timeout{20'000};
+  // The progress thread keeps reading its CQ this long after the last work
+  // before it sleeps (SVM_OFI_SPIN_US overrides): peers' one-sided
+  // operations are served only while it does (doc/ofi.md, Waiting).
+  std::chrono::microseconds idle_spin{50};
 };
 
 // Ok if `provider` (empty: any) offers what this backend needs; otherwise
@@ -71,6 +81,8 @@ class OfiNic : public Nic {
   virtual std::string listen_address() const = 0;
   // The provider in use, e.g. "tcp;ofi_rxm".
   virtual std::string provider() const = 0;
+  // Whether the provider took OfiOptions::auth_key.
+  virtual bool auth_key_applied() const = 0;
 
  protected:
   using Nic::Nic;
