@@ -140,6 +140,11 @@ class Pair {
     echo_.join();
   }
 
+  // Both stop before either is destroyed (ofi over shm: see tests/nic/nic_cluster.h).
+  ~Pair() {
+    for (auto& n : nics_) n->Shutdown();
+  }
+
   Nic& nic(NodeId i) { return *nics_[i]; }
   Backend backend() const { return backend_; }
   WaitMode mode() const { return mode_; }

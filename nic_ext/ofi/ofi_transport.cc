@@ -481,11 +481,10 @@ void OfiNicImpl::Shutdown() {
   for (NodeId n = 0; n < peers_.size(); ++n) {  // empty if Init failed early
     if (peers_[n].alive) PeerLost(n, nullptr);
   }
+  // The endpoint closes in the destructor, not here: shm maps a peer in the
+  // same process (tests, nic_bench) through the owner's own mapping, so a
+  // peer still working off our last messages would touch freed memory.
   closed_.store(true);
-  if (ep_ != nullptr) {
-    fi_close(&ep_->fid);
-    ep_ = nullptr;
-  }
 }
 
 }  // namespace svm::nic
