@@ -12,15 +12,21 @@
 // internal lock region at the home (as on verbs), plus an owner word so that
 // an UNLOCK by a non-holder fails.
 //
-// Ordering: WRs to one peer are issued one at a time, each after the previous
-// one completed (a software fence: providers order few operation pairs, e.g.
-// tcp;ofi_rxm does not order a SEND behind a WRITE). So the per-pair FIFO of
-// transport.h holds on every provider; the price is one round trip per WR to
-// the same peer, none across peers.
+// Ordering: a WR to a peer is issued once every WR posted to that peer before
+// it has completed (a software fence: providers order few operation pairs,
+// e.g. tcp;ofi_rxm does not order a SEND behind a WRITE), except that a run
+// of READs goes out together; completions are held back to posting order.
+// So the per-pair FIFO of transport.h holds on every provider; the price is
+// a round trip per WR to the same peer (per run, for READs), none across
+// peers.
 //
 // When all kMaxOutstanding slots are taken, Post waits (reading the CQ) for
 // some to free, up to setup_timeout, before it answers OutOfRange: WRs to a
 // peer drain one at a time, so bursts queue deeper than on tcp.
+//
+// Shutdown stops the progress thread and flushes; the endpoint closes in the
+// destructor (shm peers in the same process map our region through our own
+// mapping): stop every Nic of a process before destroying any.
 //
 // Stricter limits than transport.h: SEND <= kOfiMaxMessage. Where the provider needs local buffers registered
 // (FI_MR_LOCAL: verbs, efa) a buffer outside the registered regions is
