@@ -3,8 +3,10 @@
 //
 // One fabric, domain, address vector (FI_AV_TABLE: fi_addr = node id), CQ
 // and RDM endpoint per Nic. Every WR takes a slot; a slot waits in its
-// peer's queue, and only the queue's head has an operation at the provider
-// (ofi_transport.h, Ordering). A LOCK leaves the queue once it has its
+// peer's queue, and only the queue's head has an operation at the provider,
+// except that a run of READs goes out together (ofi_transport.h, Ordering);
+// a WR done before those ahead of it waits in the queue (done) so that
+// completions keep posting order. A LOCK leaves the queue once it has its
 // ticket, then polls the home's `serving` word on its own until granted.
 // The CQ is read by one thread at a time (poll_mu_): the progress thread,
 // or a thread waiting on one of our queues (Driver) while it spins, so that
@@ -61,6 +63,7 @@ class OfiNicImpl final : public OfiNic {
   Status Init();
   std::string listen_address() const override { return listen_address_; }
   std::string provider() const override;
+  bool auth_key_applied() const override { return info_->domain_attr->auth_key_size > 0; }
   Status RegisterRegion(const MemoryRegion& r) override;
   Status Connect(std::span<const std::string> addresses) override;
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override;
@@ -107,6 +110,10 @@ class OfiNicImpl final : public OfiNic {
     bool used = false;
     bool at_provider = false;  // an operation of this slot is in flight
     bool zombie = false;       // completed to the user; free when the provider is done
+    bool queued = false;       // in its peer's queue
+    bool done = false;         // finished, waiting behind the WRs ahead of it: result, value
+    WcStatus result = WcStatus::kSuccess;
+    uint64_t value = 0;
     WorkRequest wr;
     CompletionQueue* cq = nullptr;
     Phase phase = Phase::kIdle;
@@ -134,7 +141,8 @@ class OfiNicImpl final : public OfiNic {
   };
 
   // Setup (ofi_transport.cc).
-  Status RegisterInternal(void* base, size_t len, uint64_t access, uint64_t key, fid_mr** mr);
+  // fi_mr_reg, then (FI_MR_ENDPOINT providers) bound to the endpoint and enabled.
+  Status RegisterInternal(const void* base, size_t len, uint64_t access, uint64_t key, fid_mr** mr);
   Status PostRecv(uint32_t index);
   Status SendTable(NodeId to);
   Status ParseTable(NodeId from, std::span<const uint8_t> bytes);
@@ -156,6 +164,9 @@ class OfiNicImpl final : public OfiNic {
   void GiveCredits(NodeId peer);
   void Finish(uint32_t slot, WcStatus st, uint64_t value);  // the user's completion; frees
   void PopHead(NodeId peer, uint32_t slot);
+  // A queued WR is done: completes it and every done WR behind it once
+  // nothing ahead of them is pending (posting order).
+  void Complete(uint32_t slot, WcStatus st, uint64_t value);
   void PeerLost(NodeId peer, const char* why);
   void RunTimers();  // REQUIRES: mu_ held
   void RetryStalled();  // REQUIRES: mu_ held
@@ -170,6 +181,7 @@ class OfiNicImpl final : public OfiNic {
   fi_info* info_;
   bool mr_local_ = false;
   bool mr_virt_ = false;
+  bool mr_endpoint_ = false;  // FI_MR_ENDPOINT: every MR is bound to ep_ and enabled
   size_t iov_limit_ = 1;
   std::string listen_address_;
   std::vector<uint8_t> listen_name_;  // fi_getname's bytes
@@ -180,6 +192,8 @@ class OfiNicImpl final : public OfiNic {
   fid_ep* ep_ = nullptr;
   int wait_fd_ = -1;  // the CQ's wait fd (FI_WAIT_FD), or -1: the progress thread naps
   int wake_fd_ = -1;  // eventfd: wakes the progress thread (Shutdown, lock polls)
+  bool pipeline_reads_ = true;  // SVM_OFI_PIPELINE=0: every WR to a peer waits for the one before
+  std::chrono::nanoseconds idle_spin_{};  // the progress thread reads an idle CQ this long before it sleeps
   RegionTable regions_;
   std::array<fid_mr*, kMaxRegions> mrs_{};
   std::vector<fi_addr_t> addrs_;  // per node

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -24,13 +25,20 @@ constexpr uint32_t kFiVersion = FI_VERSION(1, 9);
 
 std::string FiErr(const char* what, int rc) { return fmt::format("{}: {}", what, fi_strerror(-rc)); }
 
-fi_info* Hints(const std::string& provider, bool delivery_complete) {
+fi_info* Hints(const std::string& provider, bool delivery_complete, std::span<const uint8_t> auth_key) {
   fi_info* h = fi_allocinfo();
   h->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
             FI_REMOTE_WRITE;
   h->mode = FI_CONTEXT | FI_CONTEXT2;
   h->ep_attr->type = FI_EP_RDM;
-  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  // FI_MR_ENDPOINT: cxi and recent efa register memory per endpoint.
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  if (!auth_key.empty()) {
+    // fi_freeinfo frees it.
+    h->domain_attr->auth_key = static_cast<uint8_t*>(malloc(auth_key.size()));
+    std::memcpy(h->domain_attr->auth_key, auth_key.data(), auth_key.size());
+    h->domain_attr->auth_key_size = auth_key.size();
+  }
   h->domain_attr->threading = FI_THREAD_SAFE;
   // A WRITE completes once the target holds the bytes (transport.h).
   if (delivery_complete) h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
@@ -40,11 +48,12 @@ fi_info* Hints(const std::string& provider, bool delivery_complete) {
 
 // The first fi_info for `provider` (bound to `source` where the provider
 // speaks IP), or Unsupported naming what is missing.
-Status GetInfo(const std::string& provider, const std::string& source, fi_info** out) {
+Status GetInfo(const std::string& provider, const std::string& source, std::span<const uint8_t> auth_key,
+               fi_info** out) {
   const std::string who = provider.empty() ? "libfabric" : fmt::format("ofi provider '{}'", provider);
   int rc = -FI_ENODATA;
   for (bool dc : {true, false}) {
-    fi_info* h = Hints(provider, dc);
+    fi_info* h = Hints(provider, dc, auth_key);
     fi_info* list = nullptr;
     rc = fi_getinfo(kFiVersion, nullptr, nullptr, 0, h, &list);
     fi_freeinfo(h);
@@ -70,13 +79,13 @@ Status GetInfo(const std::string& provider, const std::string& source, fi_info**
       static std::atomic<uint64_t> seq{0};
       std::random_device rd;
       const std::string name = fmt::format("svm-ofi-{}-{}-{:08x}", getpid(), seq++, rd());
-      fi_info* hb = Hints(provider.empty() ? "shm" : provider, dc);
+      fi_info* hb = Hints(provider.empty() ? "shm" : provider, dc, auth_key);
       if (fi_getinfo(kFiVersion, name.c_str(), nullptr, FI_SOURCE, hb, &bound) != 0) bound = nullptr;
       fi_freeinfo(hb);
     } else if (ip && !source.empty()) {
       // Interfaces come and go (containers, tests): bind to the one toward
       // the job's control host rather than to whichever is listed first.
-      fi_info* hb = Hints(provider, dc);
+      fi_info* hb = Hints(provider, dc, auth_key);
       hb->fabric_attr->prov_name = hb->fabric_attr->prov_name ? hb->fabric_attr->prov_name
                                                               : strdup(pick->fabric_attr->prov_name);
       if (fi_getinfo(kFiVersion, source.c_str(), nullptr, FI_SOURCE, hb, &bound) != 0) bound = nullptr;
@@ -88,7 +97,7 @@ Status GetInfo(const std::string& provider, const std::string& source, fi_info**
     return *out != nullptr ? Status::Ok() : Status::Unsupported("fi_dupinfo failed");
   }
   // Say which capability is missing: ask again with less.
-  fi_info* h = Hints(provider, false);
+  fi_info* h = Hints(provider, false, {});
   h->caps = FI_MSG | FI_SEND | FI_RECV;
   fi_info* any = nullptr;
   if (fi_getinfo(kFiVersion, nullptr, nullptr, 0, h, &any) != 0) {
@@ -139,7 +148,7 @@ bool Unhex(std::string_view s, std::vector<uint8_t>* out) {
 
 Status ProbeOfi(const std::string& provider, std::string* name) {
   fi_info* info = nullptr;
-  if (Status s = GetInfo(provider, "", &info); !s.ok()) return s;
+  if (Status s = GetInfo(provider, "", {}, &info); !s.ok()) return s;
   const std::string prov = info->fabric_attr->prov_name;
   fid_fabric* fabric = nullptr;
   fid_domain* domain = nullptr;
@@ -163,7 +172,13 @@ Status OfiNic::Create(const OfiOptions& options, std::unique_ptr<OfiNic>* out) {
     return Status::InvalidArgument("bad node id or count");
   }
   fi_info* info = nullptr;
-  if (Status s = GetInfo(options.provider, options.source, &info); !s.ok()) return s;
+  // With the job's authorisation key first; a provider that takes no key
+  // of that size (cxi's is the VNI the resource manager grants) runs with
+  // its default.
+  Status got = Status::Unsupported("");
+  if (!options.auth_key.empty()) got = GetInfo(options.provider, options.source, options.auth_key, &info);
+  if (!got.ok()) got = GetInfo(options.provider, options.source, {}, &info);
+  if (!got.ok()) return got;
   auto nic = std::make_unique<OfiNicImpl>(options, info);
   if (Status s = nic->Init(); !s.ok()) return s;
   *out = std::move(nic);
@@ -175,15 +190,27 @@ OfiNicImpl::OfiNicImpl(const OfiOptions& o, fi_info* info)
 
 std::string OfiNicImpl::provider() const { return info_->fabric_attr->prov_name; }
 
-Status OfiNicImpl::RegisterInternal(void* base, size_t len, uint64_t access, uint64_t key, fid_mr** mr) {
-  int rc = fi_mr_reg(domain_, base, len, access, 0, key, 0, mr, nullptr);
-  return rc == 0 ? Status::Ok() : Status::Unsupported(FiErr("fi_mr_reg", rc));
+Status OfiNicImpl::RegisterInternal(const void* base, size_t len, uint64_t access, uint64_t key, fid_mr** mr) {
+  if (int rc = fi_mr_reg(domain_, base, len, access, 0, key, 0, mr, nullptr); rc != 0) {
+    *mr = nullptr;
+    return Status::Unsupported(FiErr("fi_mr_reg", rc));
+  }
+  if (!mr_endpoint_) return Status::Ok();
+  int rc = fi_mr_bind(*mr, &ep_->fid, 0);
+  if (rc == 0) rc = fi_mr_enable(*mr);
+  if (rc != 0) {
+    fi_close(&(*mr)->fid);
+    *mr = nullptr;
+    return Status::Unsupported(FiErr("fi_mr_bind/fi_mr_enable (FI_MR_ENDPOINT)", rc));
+  }
+  return Status::Ok();
 }
 
 Status OfiNicImpl::Init() {
   const uint64_t mode = info_->domain_attr->mr_mode;
   mr_local_ = (mode & FI_MR_LOCAL) != 0;
   mr_virt_ = (mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)) != 0;
+  mr_endpoint_ = (mode & FI_MR_ENDPOINT) != 0;
   iov_limit_ = std::max<size_t>(1, info_->tx_attr->iov_limit);  // local iovs per READ
   const std::string prov = provider();
   if (int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) return Status::Unsupported(FiErr("fi_fabric", rc));
@@ -220,6 +247,9 @@ Status OfiNicImpl::Init() {
   listen_address_ = "ofi:" + Hex(name);
   listen_name_ = name;
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (const char* e = std::getenv("SVM_OFI_PIPELINE")) pipeline_reads_ = std::string_view(e) != "0";
+  idle_spin_ = opt_.idle_spin;
+  if (const char* e = std::getenv("SVM_OFI_SPIN_US")) idle_spin_ = std::chrono::microseconds(std::atoi(e));
 
   const uint32_t n = num_nodes();
   peers_.resize(n);
@@ -303,9 +333,7 @@ Status OfiNicImpl::RegisterRegion(const MemoryRegion& r) {
   if (started_) return Status::InvalidArgument("RegisterRegion after Connect");
   if (Status s = regions_.Add(r); !s.ok()) return s;
   const uint64_t access = FI_READ | FI_WRITE | FI_SEND | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  int rc = fi_mr_reg(domain_, r.base, r.length, access, 0, (opt_.key_salt << 8) | r.id, 0, &mrs_[r.id], nullptr);
-  if (rc != 0) return Status::Unsupported(FiErr("fi_mr_reg", rc));
-  return Status::Ok();
+  return RegisterInternal(r.base, r.length, access, (opt_.key_salt << 8) | r.id, &mrs_[r.id]);
 }
 
 // The table: u32 count, then {u32 id, u32 0, u64 addr, u64 key, u64 length};
@@ -453,11 +481,10 @@ void OfiNicImpl::Shutdown() {
   for (NodeId n = 0; n < peers_.size(); ++n) {  // empty if Init failed early
     if (peers_[n].alive) PeerLost(n, nullptr);
   }
+  // The endpoint closes in the destructor, not here: shm maps a peer in the
+  // same process (tests, nic_bench) through the owner's own mapping, so a
+  // peer still working off our last messages would touch freed memory.
   closed_.store(true);
-  if (ep_ != nullptr) {
-    fi_close(&ep_->fid);
-    ep_ = nullptr;
-  }
 }
 
 }  // namespace svm::nic

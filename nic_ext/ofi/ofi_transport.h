@@ -12,15 +12,21 @@
 // internal lock region at the home (as on verbs), plus an owner word so that
 // an UNLOCK by a non-holder fails.
 //
-// Ordering: WRs to one peer are issued one at a time, each after the previous
-// one completed (a software fence: providers order few operation pairs, e.g.
-// tcp;ofi_rxm does not order a SEND behind a WRITE). So the per-pair FIFO of
-// transport.h holds on every provider; the price is one round trip per WR to
-// the same peer, none across peers.
+// Ordering: a WR to a peer is issued once every WR posted to that peer before
+// it has completed (a software fence: providers order few operation pairs,
+// e.g. tcp;ofi_rxm does not order a SEND behind a WRITE), except that a run
+// of READs goes out together; completions are held back to posting order.
+// So the per-pair FIFO of transport.h holds on every provider; the price is
+// a round trip per WR to the same peer (per run, for READs), none across
+// peers.
 //
 // When all kMaxOutstanding slots are taken, Post waits (reading the CQ) for
 // some to free, up to setup_timeout, before it answers OutOfRange: WRs to a
 // peer drain one at a time, so bursts queue deeper than on tcp.
+//
+// Shutdown stops the progress thread and flushes; the endpoint closes in the
+// destructor (shm peers in the same process map our region through our own
+// mapping): stop every Nic of a process before destroying any.
 //
 // Stricter limits than transport.h: SEND <= kOfiMaxMessage. Where the provider needs local buffers registered
 // (FI_MR_LOCAL: verbs, efa) a buffer outside the registered regions is
@@ -34,6 +40,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nic_ext/transport.h"
 
@@ -51,8 +58,17 @@ struct OfiOptions {
   std::string source;     // IP providers: the local address to bind; empty: the first interface
   uint32_t epoch = 0;     // job epoch; messages of another epoch are dropped
   uint64_t key_salt = 0;  // mixed into the memory keys this Nic asks for
+  // The fabric authorisation key (domain_attr->auth_key) where the provider
+  // takes one of this size; empty: none. The runtime derives it from the job
+  // key. A provider that ignores it, or refuses a key of this size, runs
+  // without one (auth_key_applied() says which).
+  std::vector<uint8_t> auth_key;
   WaitPolicy recv_policy;
   std::chrono::milliseconds setup_timeout{20'000};
+  // The progress thread keeps reading its CQ this long after the last work
+  // before it sleeps (SVM_OFI_SPIN_US overrides): peers' one-sided
+  // operations are served only while it does (doc/ofi.md, Waiting).
+  std::chrono::microseconds idle_spin{50};
 };
 
 // Ok if `provider` (empty: any) offers what this backend needs; otherwise
@@ -71,6 +87,8 @@ class OfiNic : public Nic {
   virtual std::string listen_address() const = 0;
   // The provider in use, e.g. "tcp;ofi_rxm".
   virtual std::string provider() const = 0;
+  // Whether the provider took OfiOptions::auth_key.
+  virtual bool auth_key_applied() const = 0;
 
  protected:
   using Nic::Nic;

@@ -2,6 +2,8 @@
 // peer; the CQ reader (progress thread or a waiting thread); credits; the
 // ticket lock's state machine.
 #include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,7 +44,11 @@ bool OfiNicImpl::Driver::Drive() {
 }
 
 void OfiNicImpl::ProgressLoop() {
-  while (!stop_.load(std::memory_order_relaxed)) {
+  // The shm nap is 20 us: keep the kernel from stretching it to its default
+  // 50 us of timer slack.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  Clock::time_point last_work = Clock::now();
+  for (uint32_t idle = 0; !stop_.load(std::memory_order_relaxed);) {
     bool did = false;
     {
       std::lock_guard<std::mutex> p(poll_mu_);
@@ -54,7 +60,19 @@ void OfiNicImpl::ProgressLoop() {
       RunTimers();
       timer = next_timer_;
     }
-    if (did) continue;
+    if (did) {
+      last_work = Clock::now();
+      idle = 0;
+      continue;
+    }
+    // Idle for less than idle_spin_: keep reading the CQ. A peer's READ or
+    // atomic is served only when this endpoint makes progress (manual
+    // progress, shm and tcp alike), and a sleeping thread takes tens of
+    // microseconds to wake; requests tend to come in runs.
+    if (Clock::now() - last_work < idle_spin_) {
+      if ((++idle & 63) == 0) sched_yield();  // 2 cores: the thread we wait for may need ours
+      continue;
+    }
     // Idle: sleep on the CQ's fd (and the wake fd) until something arrives
     // or the next lock poll is due.
     int timeout_ms = 100;
@@ -243,7 +261,7 @@ void* OfiNicImpl::Desc(const void* addr, size_t len, Slot* s) {
     if (a >= base && len <= r->length && a - base <= r->length - len) return fi_mr_desc(mrs_[id]);
   }
   fid_mr* mr = nullptr;
-  if (fi_mr_reg(domain_, addr, len, FI_READ | FI_WRITE | FI_SEND | FI_RECV, 0, 0, 0, &mr, nullptr) != 0) return nullptr;
+  if (!RegisterInternal(addr, len, FI_READ | FI_WRITE | FI_SEND | FI_RECV, 0, &mr).ok()) return nullptr;
   s->temp_mrs.push_back(mr);
   return fi_mr_desc(mr);
 }
@@ -254,6 +272,7 @@ void OfiNicImpl::FreeSlot(uint32_t slot) {
   s.temp_mrs.clear();
   s.used = false;
   s.zombie = false;
+  s.done = false;
   s.phase = Phase::kIdle;
   free_.push_back(slot);
 }
@@ -279,7 +298,29 @@ void OfiNicImpl::Finish(uint32_t slot, WcStatus st, uint64_t value) {
 
 void OfiNicImpl::PopHead(NodeId peer, uint32_t slot) {
   std::deque<uint32_t>& q = peers_[peer].queue;
-  if (!q.empty() && q.front() == slot) q.pop_front();
+  if (!q.empty() && q.front() == slot) {
+    q.pop_front();
+    slots_[slot].queued = false;
+  }
+}
+
+void OfiNicImpl::Complete(uint32_t slot, WcStatus st, uint64_t value) {
+  Slot& s = slots_[slot];
+  if (!s.queued) {
+    Finish(slot, st, value);
+    return;
+  }
+  s.done = true;
+  s.result = st;
+  s.value = value;
+  std::deque<uint32_t>& q = peers_[s.wr.peer].queue;
+  while (!q.empty() && slots_[q.front()].done) {
+    const uint32_t head = q.front();
+    q.pop_front();
+    Slot& h = slots_[head];
+    h.queued = false;
+    Finish(head, h.result, h.value);
+  }
 }
 
 void OfiNicImpl::PeerLost(NodeId peer, const char* why) {
@@ -289,7 +330,11 @@ void OfiNicImpl::PeerLost(NodeId peer, const char* why) {
   if (why != nullptr && !shut_) spdlog::warn("nic {}: node {} is gone: {}", self(), peer, why);
   std::deque<uint32_t> q;
   q.swap(p.queue);
-  for (uint32_t slot : q) Finish(slot, WcStatus::kFlushed, 0);
+  for (uint32_t slot : q) {
+    Slot& s = slots_[slot];
+    s.queued = false;
+    Finish(slot, s.done ? s.result : WcStatus::kFlushed, s.done ? s.value : 0);
+  }
   std::erase_if(waiting_locks_, [&](uint32_t slot) {
     if (slots_[slot].wr.peer != peer) return false;
     Finish(slot, WcStatus::kFlushed, 0);
@@ -349,8 +394,7 @@ int OfiNicImpl::Start(uint32_t slot) {
       const Remote& r = p.regions[wr.region < kMaxRegions ? wr.region : 0];
       if (s.phase == Phase::kIdle) {
         if (wr.region >= kMaxRegions || !RemoteOk(r, wr.offset, wr.Bytes())) {
-          PopHead(wr.peer, slot);
-          Finish(slot, WcStatus::kRemoteAccessError, 0);
+          Complete(slot, WcStatus::kRemoteAccessError, 0);
           return kDone;
         }
         s.phase = Phase::kOp;
@@ -361,8 +405,7 @@ int OfiNicImpl::Start(uint32_t slot) {
       // that many, else one by one.
       while (s.seg < wr.num_sge && wr.sge[s.seg].length == 0) ++s.seg;
       if (s.seg == wr.num_sge) {
-        PopHead(wr.peer, slot);
-        Finish(slot, WcStatus::kSuccess, 0);
+        Complete(slot, WcStatus::kSuccess, 0);
         return kDone;
       }
       std::array<iovec, kMaxSge> iov{};
@@ -405,8 +448,7 @@ int OfiNicImpl::Start(uint32_t slot) {
     case Opcode::kFaa: {
       const Remote& r = p.regions[wr.region < kMaxRegions ? wr.region : 0];
       if (wr.region >= kMaxRegions || !RemoteOk(r, wr.offset, kAtomicBytes) || (r.base + wr.offset) % kAtomicBytes != 0) {
-        PopHead(wr.peer, slot);
-        Finish(slot, WcStatus::kRemoteAccessError, 0);
+        Complete(slot, WcStatus::kRemoteAccessError, 0);
         return kDone;
       }
       s.phase = Phase::kOp;
@@ -426,28 +468,50 @@ int OfiNicImpl::Start(uint32_t slot) {
   return -FI_EINVAL;
 }
 
+// Starts the queue's head; while that and the WRs behind it are READs, those
+// too (READs change nothing, so they need no order among themselves; any
+// other WR waits until everything ahead of it completed).
 void OfiNicImpl::Issue(NodeId peer) {
   Peer& p = peers_[peer];
-  while (!p.queue.empty()) {
-    const uint32_t slot = p.queue.front();
-    Slot& s = slots_[slot];
-    if (s.at_provider) return;
+  size_t i = 0;
+  while (i < p.queue.size()) {
     if (!p.alive) {
-      p.queue.pop_front();
-      Finish(slot, WcStatus::kFlushed, 0);
+      std::deque<uint32_t> q;
+      q.swap(p.queue);
+      for (uint32_t slot : q) {
+        slots_[slot].queued = false;
+        Finish(slot, WcStatus::kFlushed, 0);
+      }
+      return;
+    }
+    const uint32_t slot = p.queue[i];
+    Slot& s = slots_[slot];
+    const bool ahead_ok = pipeline_reads_ && s.wr.op == Opcode::kRead;  // may overlap the READs before it
+    if (i > 0 && !ahead_ok) return;
+    if (s.at_provider || s.done) {
+      if (!ahead_ok) return;
+      ++i;
       continue;
     }
     const int rc = Start(slot);
-    if (rc == 0 || rc == kNoCredits) return;
-    if (rc == kDone) continue;
+    if (rc == 0) {
+      if (!ahead_ok) return;
+      ++i;
+      continue;
+    }
+    if (rc == kNoCredits) return;
+    if (rc == kDone) {  // the queue may have moved: look again from its head
+      i = 0;
+      continue;
+    }
     if (rc == -FI_EAGAIN) {
       p.stalled = true;
       any_stalled_ = true;
       return;
     }
     spdlog::warn("nic {}: {} to node {}: {}", self(), ToString(s.wr.op), peer, fi_strerror(-rc));
-    p.queue.pop_front();
-    Finish(slot, WcStatus::kFlushed, 0);
+    Complete(slot, WcStatus::kFlushed, 0);
+    i = 0;
   }
 }
 
@@ -461,16 +525,14 @@ void OfiNicImpl::HandleSlot(uint32_t slot, bool error, int err) {
   if (!s.used) return;
   const NodeId peer = s.wr.peer;
   Peer& p = peers_[peer];
-  const bool head = !p.queue.empty() && p.queue.front() == slot;
   if (error) {
-    if (IsAccessError(err) && head) {
-      p.queue.pop_front();
-      Finish(slot, WcStatus::kRemoteAccessError, 0);
+    if (IsAccessError(err) && s.queued) {
+      Complete(slot, WcStatus::kRemoteAccessError, 0);
       Issue(peer);
       return;
     }
     spdlog::warn("nic {}: {} to node {} failed: {}", self(), ToString(s.wr.op), peer, fi_strerror(err));
-    if (!head) {
+    if (!s.queued) {
       std::erase(waiting_locks_, slot);
       Finish(slot, WcStatus::kFlushed, 0);
     }
@@ -500,16 +562,14 @@ void OfiNicImpl::HandleSlot(uint32_t slot, bool error, int err) {
         if (rc == -FI_EAGAIN) {
           p.stalled = any_stalled_ = true;  // Issue posts this segment again
         } else if (rc < 0) {
-          p.queue.pop_front();
-          Finish(slot, WcStatus::kFlushed, 0);
+          Complete(slot, WcStatus::kFlushed, 0);
           Issue(peer);
         } else if (rc == kDone) {
           Issue(peer);
         }
         return;
       }
-      PopHead(peer, slot);
-      Finish(slot, WcStatus::kSuccess, (s.wr.op == Opcode::kCas || s.wr.op == Opcode::kFaa) ? word : 0);
+      Complete(slot, WcStatus::kSuccess, (s.wr.op == Opcode::kCas || s.wr.op == Opcode::kFaa) ? word : 0);
       Issue(peer);
       return;
     case Phase::kTicket:
@@ -547,8 +607,7 @@ void OfiNicImpl::HandleSlot(uint32_t slot, bool error, int err) {
       return;
     case Phase::kUnlockOwner:
       if (word != uint64_t{self()} + 1) {
-        PopHead(peer, slot);
-        Finish(slot, WcStatus::kRemoteInvalidRequest, 0);
+        Complete(slot, WcStatus::kRemoteInvalidRequest, 0);
         Issue(peer);
         return;
       }
@@ -556,14 +615,12 @@ void OfiNicImpl::HandleSlot(uint32_t slot, bool error, int err) {
       if (const int rc = PostAtomic(slot, peer, locks, lock_off + 8, FI_SUM, 1, 0); rc == -FI_EAGAIN) {
         p.stalled = any_stalled_ = true;
       } else if (rc != 0) {
-        PopHead(peer, slot);
-        Finish(slot, WcStatus::kFlushed, 0);
+        Complete(slot, WcStatus::kFlushed, 0);
         Issue(peer);
       }
       return;
     case Phase::kUnlockServe:
-      PopHead(peer, slot);
-      Finish(slot, WcStatus::kSuccess, 0);
+      Complete(slot, WcStatus::kSuccess, 0);
       Issue(peer);
       return;
   }
@@ -634,6 +691,8 @@ Status OfiNicImpl::Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) {
     s.used = true;
     s.at_provider = false;
     s.zombie = false;
+    s.queued = true;
+    s.done = false;
     s.wr = wr;
     s.cq = cq;
     s.phase = Phase::kIdle;

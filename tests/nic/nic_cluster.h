@@ -130,6 +130,14 @@ struct Cluster {
     return addresses.empty() ? std::vector<std::string>(n) : addresses;
   }
 
+  // Every Nic stops before any is destroyed: ofi over shm reaches a peer in
+  // this process through the peer's own mapping, gone once it is destroyed.
+  ~Cluster() {
+    for (auto& nic : nics) nic->Shutdown();
+  }
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
   uint8_t* bytes(NodeId i) { return reinterpret_cast<uint8_t*>(mem[i].data()); }
   Nic& operator[](NodeId i) { return *nics[i]; }
 

@@ -4,6 +4,7 @@
 // generous timeouts only.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <numeric>
@@ -122,6 +123,54 @@ TEST_P(TransportTest, WritesAndReadsToEveryNodeIncludingSelf) {
       EXPECT_EQ(b.status, WcStatus::kSuccess);
       EXPECT_EQ(got, v);
     }
+  }
+}
+
+// One Post mixing WRITEs, runs of READs (ofi issues those together), a bad
+// READ among them and a CAS: completions come in posting order with their
+// own status, and every READ sees exactly the WRITEs posted before it.
+TEST_P(TransportTest, MixedBurstsCompleteInPostingOrder) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  const NodeId peer = n() - 1;
+  const size_t len = c.mem[peer].size() * 8;
+  for (uint64_t round = 1; round <= 20; ++round) {
+    uint64_t a = round, b = 100 + round, far = 0;
+    std::array<uint64_t, 7> got{};
+    uint8_t split[2][4];
+    Sge wa{&a, 8}, wb{&b, 8}, wf{&far, 8};
+    Sge r[7];
+    for (size_t i = 0; i < got.size(); ++i) r[i] = {&got[i], 8};
+    Sge scatter[2] = {{split[0], 4}, {split[1], 4}};
+    std::vector<WorkRequest> wrs = {
+        WorkRequest::Write(peer, kRegion, 0, {&wa, 1}),        // 1
+        WorkRequest::Write(peer, kRegion, 4096, {&wf, 1}),     // 2
+        WorkRequest::Read(peer, kRegion, 0, {&r[0], 1}),       // 3: a
+        WorkRequest::Read(peer, kRegion, 4096, {&r[1], 1}),    // 4: far (0)
+        WorkRequest::Read(peer, kRegion, len - 4, {&r[2], 1}), // 5: past the end
+        WorkRequest::Read(peer, kRegion, 0, scatter, 2),       // 6: a, scattered
+        WorkRequest::Write(peer, kRegion, 0, {&wb, 1}),        // 7
+        WorkRequest::Read(peer, kRegion, 0, {&r[3], 1}),       // 8: b
+        WorkRequest::Cas(peer, kRegion, 0, b, a),              // 9: b -> a
+        WorkRequest::Read(peer, kRegion, 0, {&r[4], 1}),       // 10: a
+    };
+    for (size_t i = 0; i < wrs.size(); ++i) wrs[i].wr_id = i + 1;
+    ASSERT_TRUE(c[0].Post(&cq, wrs).ok());
+    for (size_t i = 0; i < wrs.size(); ++i) {
+      Completion done = WaitOne(cq);
+      ASSERT_EQ(done.wr_id, i + 1) << "round " << round;
+      EXPECT_EQ(done.status, i + 1 == 5 ? WcStatus::kRemoteAccessError : WcStatus::kSuccess) << i + 1;
+      if (i + 1 == 9) {
+        EXPECT_EQ(done.value, b);
+      }
+    }
+    EXPECT_EQ(got[0], a);
+    EXPECT_EQ(got[1], 0u);
+    uint64_t joined;
+    std::memcpy(&joined, split, 8);
+    EXPECT_EQ(joined, a);
+    EXPECT_EQ(got[3], b);
+    EXPECT_EQ(got[4], a);
   }
 }
 
