@@ -403,11 +403,13 @@ void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
   }
   if (!whole) return;  // a fragment; the rest follows
   wire::Header h;
-  if (!wire::DecodeHeader(bytes, &h).ok() || IsProtocolMessage(h.type)) {
+  const bool header = wire::DecodeHeader(bytes, &h).ok();
+  if (!header || IsProtocolMessage(h.type)) {
     std::lock_guard<std::mutex> l(mu_);
     stats::NodeCall call(node_->stats());
     Status st = node_->Receive(from, bytes);
     if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
+    if (header && h.type == MessageType::kLockRequest) lock_requests_in_.fetch_add(1, std::memory_order_release);
     Settle();
     return;
   }

@@ -38,9 +38,8 @@ enum class EventKind : uint8_t {
   kReadDone,   // completion: page, time = version, bytes = frame
   kWriteDiff,  // dd: bytes = runs into page's frame, then version[from] = interval
   kDeposit,    // dw: notice into the target's deposit area for `from`
-  kLock,       // nil: LOCK lock at the target's NIC
-  kLockDone,   // completion: lock, time = timestamp stored with it
-  kUnlock,     // nil: store time with lock, then UNLOCK
+  kLockSwap,     // nil: swap lock's tail word at the target for `from`
+  kLockSwapped,  // completion: lock, node = what the word named before
 };
 const char* ToString(EventKind k);
 
@@ -54,6 +53,7 @@ struct Event {
   WriteNotice notice;
   bool slow = false;
   bool mark = false;  // kRead: set the home's SharedMark first
+  NodeId node = 0;    // kLockSwapped
 };
 
 class SimNetwork {
