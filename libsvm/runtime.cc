@@ -308,10 +308,13 @@ Status Runtime::Connect() {
 }
 
 // The NIC of a job of several nodes, listening; *address is what its peers
-// dial.
+// dial. Node k connects to k peers one after another: on a loaded host with
+// hundreds of nodes that takes longer than the backends' 20 s default.
 Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
+  const auto setup = std::max(std::chrono::milliseconds(20'000), std::chrono::milliseconds(250) * opts_.nodes);
   if (opts_.transport == "shm") {
     nic::ShmOptions so;
+    so.setup_timeout = setup;
     so.self = opts_.node;
     so.num_nodes = opts_.nodes;
     so.epoch = opts_.epoch;
@@ -323,6 +326,7 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
     return Status::Ok();
   }
   nic::TcpOptions to;
+  to.setup_timeout = setup;
   to.self = opts_.node;
   to.num_nodes = opts_.nodes;
   to.epoch = opts_.epoch;
