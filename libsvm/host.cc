@@ -274,6 +274,7 @@ void Runtime::Acquire(LockId l) {
   RuntimeScope scope;
   stats::Scope timing(stats::Category::kLockProtocol);
   if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
+  HeedNudge();
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   RunToCompletion(lock, t, [&] {
@@ -314,6 +315,7 @@ int64_t Runtime::MonotonicNs() { return NowNs(); }
 bool Runtime::Release(LockId l) {
   RuntimeScope scope;
   stats::Scope timing(stats::Category::kLockProtocol);
+  HeedNudge();
   std::lock_guard<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   if (!node_->Holds(t, l)) return false;

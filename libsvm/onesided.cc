@@ -10,6 +10,7 @@
 //
 // NIC lock numbers (nil): a claim table at each home (NicLockMap,
 // kLockClaims), claimed by remote CAS; the answers are cached in lock_nos_.
+// Each number has a tail word (kLockTails) that NicLockTail swaps by CAS.
 #include <sched.h>
 #include <sys/mman.h>
 
@@ -49,13 +50,14 @@ Status Runtime::OpenExported() {
   if (Status st = Export("svm-versions", versions_bytes_, &versions_mem_, &versions_); !st.ok()) return st;
   if (Status st = Export("svm-marks", geometry_.pages * sizeof(uint64_t), &marks_mem_, &marks_); !st.ok())
     return st;
-  // The thread counter and the heap's break, one word each.
+  // The thread counter, the heap's break and (nil) the lock nudge, one word each.
   uint64_t* counter = nullptr;
-  if (Status st = Export("svm-counters", 2 * sizeof(uint64_t), &counter_mem_, &counter); !st.ok()) return st;
+  if (Status st = Export("svm-counters", 3 * sizeof(uint64_t), &counter_mem_, &counter); !st.ok()) return st;
   counter[0] = std::atomic_ref<uint64_t>(job_threads_local_).load();
   counter[1] = std::atomic_ref<uint64_t>(heap_break_local_).load();
   job_threads_ = &counter[0];
   heap_break_ = &counter[1];
+  if (LocksAtNic(opts_.mode) && n > 1) lock_nudge_ = &counter[2];
   if (n > 1 && DepositsNotices(opts_.mode)) {
     NoticeRingOptions ro;
     ro.self = opts_.node;
@@ -70,9 +72,7 @@ Status Runtime::OpenExported() {
   if (LocksAtNic(opts_.mode)) {
     if (Status st = Export("svm-lock-claims", NicLockMap().table_bytes(), &claims_mem_, &lock_claims_); !st.ok())
       return st;
-    if (Status st = Export("svm-lock-stamps", size_t(nic::kMaxLocks) * n * sizeof(IntervalId), &stamps_mem_,
-                           &lock_stamps_);
-        !st.ok())
+    if (Status st = Export("svm-lock-tails", NicLockMap().table_bytes(), &tails_mem_, &lock_tails_); !st.ok())
       return st;
   }
   return Status::Ok();
@@ -101,11 +101,15 @@ Status Runtime::ConnectNic() {
     if (Status st = nic_->RegisterRegion(rings_->DepositRegion()); !st.ok()) return st;
     if (Status st = nic_->RegisterRegion(rings_->HeadsRegion()); !st.ok()) return st;
   }
-  if (lock_claims_) {
-    if (Status st = reg(kLockClaims, claims_mem_, NicLockMap().table_bytes()); !st.ok()) return st;
-    if (Status st = reg(kLockStamps, stamps_mem_, size_t(nic::kMaxLocks) * opts_.nodes * sizeof(IntervalId));
+  if (lock_nudge_) {
+    if (Status st = nic_->RegisterRegion(
+            {kLockNudge, lock_nudge_, sizeof(uint64_t), counter_mem_.fd(), 2 * sizeof(uint64_t)});
         !st.ok())
       return st;
+  }
+  if (lock_claims_) {
+    if (Status st = reg(kLockClaims, claims_mem_, NicLockMap().table_bytes()); !st.ok()) return st;
+    if (Status st = reg(kLockTails, tails_mem_, NicLockMap().table_bytes()); !st.ok()) return st;
   }
   return nic_->Connect(peers_);
 }
@@ -256,15 +260,14 @@ void Runtime::TakeNotices(std::vector<WriteNotice>* out) {
   if (rings_) rings_->Take(out);
 }
 
-void Runtime::NicLock(NodeId home, LockId l) {
+void Runtime::NicLockTail(NodeId home, LockId l, NodeId guess) {
   auto op = std::make_unique<OneSided>();
   op->home = home;
   op->lock = l;
+  if (guess != kNoNode) tail_guesses_[l] = uint64_t(guess) + 1;
   if (auto it = lock_nos_.find(l); it != lock_nos_.end()) {
-    op->kind = OneSided::Kind::kLock;
     op->no = it->second;
-    nic::WorkRequest wr = nic::WorkRequest::Lock(home, op->no);
-    PostOneSided(std::move(op), {&wr, 1});
+    PostTailSwap(std::move(op));
     return;
   }
   op->kind = OneSided::Kind::kLockClaim;
@@ -278,25 +281,38 @@ void Runtime::PostLockClaim(std::unique_ptr<OneSided> op) {
   PostOneSided(std::move(op), {&wr, 1});
 }
 
-void Runtime::NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) {
-  auto it = lock_nos_.find(l);
-  if (it == lock_nos_.end()) Die(fmt::format("NIC unlock of lock {:#x}, never locked here", l));
+// A swap is a CAS from the value last seen: usually right, since the word
+// changes only when the lock crosses nodes; otherwise retried with the value
+// the CAS found.
+void Runtime::PostTailSwap(std::unique_ptr<OneSided> op) {
+  op->kind = OneSided::Kind::kTailSwap;
+  op->expected = tail_guesses_[op->lock];
+  nic::WorkRequest wr = nic::WorkRequest::Cas(op->home, kLockTails, uint64_t(op->no) * sizeof(uint64_t),
+                                               op->expected, uint64_t(self()) + 1);
+  PostOneSided(std::move(op), {&wr, 1});
+}
+
+void Runtime::Nudge(NodeId to) {
   auto op = std::make_unique<OneSided>();
-  op->kind = OneSided::Kind::kUnlock;
-  op->home = home;
-  op->lock = l;
-  op->no = it->second;
-  const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
-  op->buf.resize(vbytes);
-  for (NodeId n = 0; n < opts_.nodes; ++n)
-    coding::EncodeFixed<uint32_t>(op->buf.data() + n * sizeof(IntervalId), timestamp[n]);
-  nic::Sge s{op->buf.data(), vbytes};
-  // The timestamp, then the release: the next holder reads it after its grant.
-  nic::WorkRequest wrs[2] = {
-      nic::WorkRequest::Write(home, kLockStamps, uint64_t(op->no) * vbytes, {&s, 1}),
-      nic::WorkRequest::Unlock(home, op->no),
-  };
-  PostOneSided(std::move(op), wrs);
+  op->kind = OneSided::Kind::kNudge;
+  nic::WorkRequest wr = nic::WorkRequest::Faa(to, kLockNudge, 0, 1);
+  PostOneSided(std::move(op), {&wr, 1});
+}
+
+// The nudge comes after the request (FIFO per pair): the request is in this
+// node's rings or queue, or another thread is dispatching it. Drive and
+// dispatch until the Node has had every request announced so far (bounded:
+// a hint must never hang a thread), so that a release or an acquire of an
+// idle token sees the remote waiter before it decides.
+void Runtime::HeedNudge() {
+  if (!lock_nudge_) return;
+  const uint64_t announced = std::atomic_ref<uint64_t>(*lock_nudge_).load(std::memory_order_acquire);
+  if (lock_requests_in_.load(std::memory_order_acquire) >= announced) return;
+  const int64_t until = MonotonicNs() + 200'000;
+  while (lock_requests_in_.load(std::memory_order_acquire) < announced && MonotonicNs() < until) {
+    nic_->recv_queue().SpinReady(std::chrono::microseconds(5), [] { return false; });
+    if (!DispatchWhileWaiting()) sched_yield();
+  }
 }
 
 void Runtime::OnOneSided(std::span<const nic::Completion> done) {
@@ -310,12 +326,6 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
     if (c.status != nic::WcStatus::kSuccess)
       NetworkFailed(fmt::format("{} at node {} failed: {}", nic::ToString(c.op), c.peer,
                                 nic::ToString(c.status)));
-    auto stamp = [&](const uint8_t* p) {
-      VectorTime v(opts_.nodes);
-      for (NodeId n = 0; n < opts_.nodes; ++n)
-        v[n] = coding::DecodeFixed<uint32_t>(p + n * sizeof(IntervalId));
-      return v;
-    };
     switch (op->kind) {
       case OneSided::Kind::kReadPage: {
         stats::NodeCall call(node_->stats());
@@ -335,7 +345,7 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         break;
       }
       case OneSided::Kind::kWriteDiff:
-      case OneSided::Kind::kUnlock:
+      case OneSided::Kind::kNudge:
         break;  // done; the buffers go
       case OneSided::Kind::kLockClaim: {
         NicLockMap::Claim claim{op->lock, op->no, op->probes};
@@ -346,27 +356,23 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         op->probes = claim.probes;
         if (done) {
           lock_nos_[op->lock] = op->no;
-          op->kind = OneSided::Kind::kLock;
-          nic::WorkRequest wr = nic::WorkRequest::Lock(op->home, op->no);
-          PostOneSided(std::move(op), {&wr, 1});
+          PostTailSwap(std::move(op));
         } else {
           PostLockClaim(std::move(op));
         }
         break;
       }
-      case OneSided::Kind::kLock: {
-        // Granted: now read what the last holder left with the lock.
-        op->kind = OneSided::Kind::kReadStamp;
-        op->buf.resize(vbytes);
-        nic::Sge s{op->buf.data(), vbytes};
-        nic::WorkRequest wr = nic::WorkRequest::Read(op->home, kLockStamps, uint64_t(op->no) * vbytes, {&s, 1});
-        PostOneSided(std::move(op), {&wr, 1});
-        break;
-      }
-      case OneSided::Kind::kReadStamp: {
+      case OneSided::Kind::kTailSwap: {
+        if (c.value != op->expected) {
+          tail_guesses_[op->lock] = c.value;
+          PostTailSwap(std::move(op));
+          break;
+        }
+        tail_guesses_[op->lock] = uint64_t(self()) + 1;
+        const NodeId previous = c.value == 0 ? op->home : NodeId(c.value - 1);
         stats::NodeCall call(node_->stats());
-        Status st = node_->OnNicLockGranted(op->lock, stamp(op->buf.data()));
-        if (!st.ok()) spdlog::error("NIC lock {:#x} granted: {}", op->lock, st.ToString());
+        Status st = node_->OnNicLockTail(op->lock, previous);
+        if (!st.ok()) spdlog::error("NIC lock {:#x} swapped: {}", op->lock, st.ToString());
         break;
       }
     }

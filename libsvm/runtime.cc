@@ -309,10 +309,13 @@ Status Runtime::Connect() {
 }
 
 // The NIC of a job of several nodes, listening; *address is what its peers
-// dial.
+// dial. Node k connects to k peers one after another: on a loaded host with
+// hundreds of nodes that takes longer than the backends' 20 s default.
 Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
+  const auto setup = std::max(std::chrono::milliseconds(20'000), std::chrono::milliseconds(250) * opts_.nodes);
   if (opts_.transport == "shm") {
     nic::ShmOptions so;
+    so.setup_timeout = setup;
     so.self = opts_.node;
     so.num_nodes = opts_.nodes;
     so.epoch = opts_.epoch;
@@ -324,6 +327,7 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
     return Status::Ok();
   }
   nic::TcpOptions to;
+  to.setup_timeout = setup;
   to.self = opts_.node;
   to.num_nodes = opts_.nodes;
   to.epoch = opts_.epoch;
@@ -404,11 +408,13 @@ void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
   }
   if (!whole) return;  // a fragment; the rest follows
   wire::Header h;
-  if (!wire::DecodeHeader(bytes, &h).ok() || IsProtocolMessage(h.type)) {
+  const bool header = wire::DecodeHeader(bytes, &h).ok();
+  if (!header || IsProtocolMessage(h.type)) {
     std::lock_guard<std::mutex> l(mu_);
     stats::NodeCall call(node_->stats());
     Status st = node_->Receive(from, bytes);
     if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
+    if (header && h.type == MessageType::kLockRequest) lock_requests_in_.fetch_add(1, std::memory_order_release);
     Settle();
     return;
   }

@@ -158,8 +158,8 @@ class Runtime final : public Host {
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
-  void NicLock(NodeId home, LockId l) override;
-  void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) override;
+  void NicLockTail(NodeId home, LockId l, NodeId guess) override;
+  void Nudge(NodeId to) override;
 
   // A trapped access (host.cc); also called for system-call buffers.
   void OnFault(PageId p, Access a);
@@ -243,6 +243,9 @@ class Runtime final : public Host {
   void RecycleOp(std::unique_ptr<OneSided> op);
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
   void PostLockClaim(std::unique_ptr<OneSided> op);
+  void PostTailSwap(std::unique_ptr<OneSided> op);
+  // nil: takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
+  void HeedNudge();
   // Runs the completions in done. REQUIRES: mu_ held.
   void OnOneSided(std::span<const nic::Completion> done);
   // Polls for completions and runs them; Node::Poll if it asks. REQUIRES: mu_.
@@ -268,9 +271,10 @@ class Runtime final : public Host {
   static constexpr uint32_t kDeposits = 5;       // rings_ (dw and up)
   static constexpr uint32_t kDepositHeads = 6;
   static constexpr uint32_t kLockClaims = 7;     // nil: LockId + 1 per LockNo
-  static constexpr uint32_t kLockStamps = 8;     // nil: nodes IntervalIds per LockNo
+  static constexpr uint32_t kLockTails = 8;      // nil: tail node + 1 per LockNo (0: the home)
   static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
   static constexpr uint32_t kHeapBreak = 10;     // heap_break_
+  static constexpr uint32_t kLockNudge = 11;     // lock_nudge_ (nil)
 
   Options opts_;
   Geometry geometry_;
@@ -310,12 +314,14 @@ class Runtime final : public Host {
 
   // Exported memory (in memory files, which the shm transport hands its
   // peers; sparse: a page costs only once touched) and one-sided operations.
-  SharedMemory versions_mem_, marks_mem_, claims_mem_, stamps_mem_, counter_mem_;
+  SharedMemory versions_mem_, marks_mem_, claims_mem_, tails_mem_, counter_mem_;
   IntervalId* versions_ = nullptr;  // geometry_.pages x nodes
   size_t versions_bytes_ = 0;
   uint64_t* marks_ = nullptr;       // geometry_.pages words
   uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
-  IntervalId* lock_stamps_ = nullptr;   // nic::kMaxLocks x nodes
+  uint64_t* lock_tails_ = nullptr;      // nic::kMaxLocks words
+  uint64_t* lock_nudge_ = nullptr;      // nil: peers add 1 after sending a lock request here
+  std::atomic<uint64_t> lock_requests_in_{0};  // nil: lock requests the Node has received
   std::unique_ptr<NoticeRings> rings_;  // dw and up
   nic::CompletionQueue os_cq_;
   std::map<uint64_t, std::unique_ptr<OneSided>> os_ops_;    // GUARDED_BY(mu_): by wr id
@@ -338,6 +344,7 @@ class Runtime final : public Host {
   std::vector<DeferredRead> deferred_reads_;
   bool completing_read_ = false;  // inside Node::OnPageRead: a ReadPages is a retry
   std::unordered_map<LockId, nic::LockNo> lock_nos_;       // GUARDED_BY(mu_): nil
+  std::unordered_map<LockId, uint64_t> tail_guesses_;       // GUARDED_BY(mu_): last tail word seen
   std::atomic<bool> poll_hint_{false};  // Settle(): waiters should poll
 
   // Threads hosted here, and requests this node's threads wait on.

@@ -50,7 +50,7 @@ struct Runtime::ThreadRecord {
 // A one-sided operation in flight (onesided.cc), with the buffers its work
 // requests read or fill.
 struct Runtime::OneSided {
-  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kLock, kReadStamp, kUnlock };
+  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kTailSwap, kNudge };
   Kind kind = Kind::kReadPage;
   NodeId home = 0;
   PageId page = 0;
@@ -59,6 +59,7 @@ struct Runtime::OneSided {
   LockId lock = 0;
   nic::LockNo no = 0;
   uint32_t probes = 0;
+  uint64_t expected = 0;  // kTailSwap: the word's value the CAS expects
   std::vector<uint8_t> buf;
   IntervalId interval = 0;
 };

@@ -33,7 +33,7 @@
 namespace svm::nic {
 
 // Limits shared by every backend (a backend may be stricter; it says so).
-inline constexpr size_t kMaxNodes = 64;
+inline constexpr size_t kMaxNodes = 256;
 inline constexpr size_t kMaxSge = 8;                 // gather/scatter entries per WR
 inline constexpr uint32_t kMaxRegions = 64;          // region ids are 0..kMaxRegions-1
 inline constexpr uint32_t kMaxTransfer = 1u << 20;   // bytes per READ / WRITE

@@ -96,12 +96,18 @@ class Host {
   // in each writer's order (notices of different writers interleave freely).
   virtual void TakeNotices(std::vector<WriteNotice>* out) = 0;
 
-  // nil: LOCK lock l at its home's NIC (FIFO among requesters); on grant
-  // READ the timestamp the last releaser stored with it. Completes with
-  // Node::OnNicLockGranted.
-  virtual void NicLock(NodeId home, LockId l) = 0;
-  // nil: WRITE timestamp into lock l's word at its home, then UNLOCK.
-  virtual void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) = 0;
+  // nil: atomically swap lock l's tail word at its home for this node (a
+  // remote CAS from `guess`, the node the word most likely names, kNoNode
+  // if unknown; retried from what it found while wrong). Completes with
+  // Node::OnNicLockTail and the node the word named before (the home, for
+  // a word nobody swapped yet).
+  virtual void NicLockTail(NodeId home, LockId l, NodeId guess) = 0;
+  // nil: after a lock request sent to `to`, a fetch-and-add on to's nudge
+  // word (after the message: FIFO per pair). Its threads look at that word
+  // before each lock operation and, when it moved, take their messages
+  // first: a node re-taking an idle lock sees the request that came for it
+  // rather than leaving it to the handler thread. A hint only.
+  virtual void Nudge(NodeId to) = 0;
 };
 
 }  // namespace svm

@@ -56,11 +56,13 @@
 //  * dd: diffs are written into the home frame and the writer's version
 //    entry by the writer's NIC; home threads waiting for them are woken by
 //    Poll(), which re-reads the versions.
-//  * nil: program locks are NIC locks at their home (FIFO, the lock word
-//    holds the last releaser's timestamp). A node that holds one hands it to
-//    local waiters without messages, at most kMaxLocalHandoffs times in a
-//    row; otherwise a release closes the interval and unlocks at the NIC.
-//    The runtime's pinned locks (thread birth and death) too.
+//  * nil: the home of a lock runs no handler for it: the queue's tail is a
+//    word at the home that a requester swaps for itself by a remote CAS
+//    (Host::NicLockTail), then asks its predecessor directly. An idle token
+//    stays with its last holder, so a node re-acquires with no message and
+//    no NIC operation until another node asks (a cohort lock); the word
+//    changes only when ownership crosses nodes. The runtime's pinned locks
+//    (thread birth and death) too. doc/locks.md.
 #pragma once
 
 #include <cstdint>
@@ -160,9 +162,9 @@ class Node {
   // older than what is needed by now is read again.
   Status OnPageRead(NodeId home, PageId first, std::span<const VectorTime> versions,
                     std::span<const uint8_t> data);
-  // Completion of Host::NicLock: the NIC granted l; timestamp is what its
-  // last releaser stored (all zero for a fresh lock).
-  Status OnNicLockGranted(LockId l, const VectorTime& timestamp);
+  // Completion of Host::NicLockTail: this node is now l's tail; `previous`
+  // was (l's home for a lock nobody asked for yet).
+  Status OnNicLockTail(LockId l, NodeId previous);
   // Whether some thread waits for something only Poll() can see arrive:
   // notices still being deposited, or (dd) diffs still being written into a
   // home page. While true, the host calls Poll() now and then (the runtime:
@@ -172,10 +174,7 @@ class Node {
   // wait for; wakes the threads whose wait is over.
   void Poll();
 
-  // nil: local hand-offs in a row while a node holds a NIC lock, before it
-  // gives the lock back so that remote waiters queued at the NIC get a turn.
-  static constexpr uint32_t kMaxLocalHandoffs = 8;
-  // Other modes: local hand-offs while a remote successor waits. A transfer
+  // Local hand-offs while a remote successor waits. A transfer
   // between nodes costs 0.3-0.7 ms on the tcp NIC, a local hand-off at most
   // a thread wake-up (~50 us): 10^5 contended acquisitions on 4 nodes x 2
   // threads take ~12 s with 8, ~7 s with 32.
@@ -261,8 +260,6 @@ class Node {
   void AssignLocal(ThreadId t, Lock& lk);
   void SendLockRequest(LockId l, Lock& lk);
   bool AtNic(LockId l) const;
-  void RequestNicLock(LockId l, Lock& lk);
-  void ReleaseNicLock(LockId l, Lock& lk);
   void AcceptGrant(LockId l, Lock& lk, VectorTime timestamp);
   void FinishGrant(LockId l, Lock& lk);
   void OnLockRequestAtHome(LockRequest req);

@@ -4,7 +4,8 @@
 // Coherence rides on the grant: the releaser's view and (base) the notices
 // the requester lacks; from dw on the notices are deposited instead, and a
 // grant waits until the deposits it names have arrived.
-// nil: program locks live in the NIC of their home instead (AtNic).
+// nil (AtNic): the home's part, remembering the tail, is a word in its memory
+// that requesters swap by remote CAS; the rest is the same queue.
 #include <algorithm>
 #include <cassert>
 
@@ -28,7 +29,7 @@ Node::Lock& Node::LockEntry(LockId l) {
   if (it != locks_.end()) return *it->second;
   auto lk = std::make_unique<Lock>();
   lk->timestamp = VectorTime(nodes());
-  if (LockHome(l) == config_.self && !AtNic(l)) {  // the home holds a fresh lock's token
+  if (LockHome(l) == config_.self) {  // the home holds a fresh lock's token
     lk->have_token = true;
     lk->tail = config_.self;
   }
@@ -51,12 +52,7 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
     return Outcome::kDone;
   }
   lk.waiters.push_back({t, ++lock_seq_});
-  if (!lk.have_token && !lk.requested) {
-    if (AtNic(l))
-      RequestNicLock(l, lk);
-    else
-      SendLockRequest(l, lk);
-  }
+  if (!lk.have_token && !lk.requested) SendLockRequest(l, lk);
   return Outcome::kBlocked;
 }
 
@@ -82,43 +78,12 @@ void Node::Release(ThreadId t, LockId l) {
   assert(lk.held && lk.holder == t);
   lk.held = false;
   lk.timestamp = views_[t];
-  if (AtNic(l))
-    ReleaseNicLock(l, lk);
-  else
-    HandOn(l, lk);
+  HandOn(l, lk);
 }
 
 // Every lock, the runtime's pinned ones (thread birth and death) included:
-// in nil no handler runs for locks at all.
+// in nil no handler runs at a lock's home.
 bool Node::AtNic(LockId) const { return LocksAtNic(config_.mode); }
-
-void Node::RequestNicLock(LockId l, Lock& lk) {
-  lk.requested = true;
-  stats_.nic_locks++;
-  host_->NicLock(LockHome(l), l);
-}
-
-// The NIC cannot tell us about remote waiters, so local hand-offs are
-// bounded: after kMaxLocalHandoffs in a row (or with nobody local waiting)
-// the lock goes back to the NIC, whose FIFO then serves remote requesters.
-void Node::ReleaseNicLock(LockId l, Lock& lk) {
-  assert(lk.have_token && !lk.held);
-  if (!lk.waiters.empty() && lk.local_run < kMaxLocalHandoffs) {
-    lk.local_run++;
-    const ThreadId next = lk.waiters.front().thread;
-    lk.waiters.pop_front();
-    AssignLocal(next, lk);
-    stats_.local_acquires++;
-    host_->Wake(next);
-    return;
-  }
-  CloseInterval();
-  VectorTime timestamp = lk.timestamp;
-  timestamp[config_.self] = log_.known()[config_.self];
-  lk.have_token = false;
-  host_->NicUnlock(LockHome(l), l, timestamp);
-  if (!lk.waiters.empty()) RequestNicLock(l, lk);
-}
 
 // Passes an idle token to whoever asked first: the oldest local waiter or the
 // remote successor; but while a remote successor waits, up to
@@ -151,6 +116,11 @@ void Node::AssignLocal(ThreadId t, Lock& lk) {
 
 void Node::SendLockRequest(LockId l, Lock& lk) {
   lk.requested = true;
+  if (AtNic(l)) {  // the request goes to the predecessor once the swap says who
+    stats_.nic_locks++;
+    host_->NicLockTail(LockHome(l), l, lk.last_successor);
+    return;
+  }
   LockRequest req{l, config_.self, false, log_.known()};
   if (LockHome(l) == config_.self)
     OnLockRequestAtHome(req);
@@ -180,6 +150,7 @@ void Node::OnLockForward(LockRequest req) {
 void Node::GrantRemote(LockId l, Lock& lk) {
   LockRequest req = std::move(lk.remote_next->request);
   lk.remote_next.reset();
+  lk.last_successor = req.requester;
   lk.local_run = 0;
   CloseInterval();
   LockGrant grant{l, lk.timestamp, {}};
@@ -193,8 +164,10 @@ void Node::GrantRemote(LockId l, Lock& lk) {
 Status Node::OnLockRequest(NodeId from, LockRequest& m) {
   if (m.requester >= nodes() || m.requester == config_.self)
     return Status::Malformed("lock request names an impossible requester");
-  if (AtNic(m.lock)) return Status::InvalidArgument("lock request for a NIC lock");
-  if (!m.forwarded) {
+  if (AtNic(m.lock)) {  // straight from the requester, which swapped the tail
+    if (!m.forwarded || from != m.requester)
+      return Status::InvalidArgument("NIC lock request not from its requester");
+  } else if (!m.forwarded) {
     if (from != m.requester || LockHome(m.lock) != config_.self)
       return Status::InvalidArgument("lock request sent to a node that is not the lock's home");
     auto it = locks_.find(m.lock);
@@ -202,8 +175,9 @@ Status Node::OnLockRequest(NodeId from, LockRequest& m) {
       return Status::InvalidArgument("lock request from the lock's current tail");
     OnLockRequestAtHome(std::move(m));
     return Status::Ok();
+  } else if (from != LockHome(m.lock)) {
+    return Status::InvalidArgument("lock forward not from the lock's home");
   }
-  if (from != LockHome(m.lock)) return Status::InvalidArgument("lock forward not from the lock's home");
   // m.known only says which notices a grant must carry (base).
   if (!DepositsNotices(config_.mode) && !m.known.Covers(log_.floor()))
     return Status::InvalidArgument("lock request older than collected write notices");
@@ -216,7 +190,8 @@ Status Node::OnLockRequest(NodeId from, LockRequest& m) {
 
 Status Node::OnLockGrant(NodeId, LockGrant& m) {
   auto it = locks_.find(m.lock);
-  if (it == locks_.end() || !it->second->requested || it->second->grant || AtNic(m.lock))
+  if (it == locks_.end() || !it->second->requested || it->second->grant ||
+      (AtNic(m.lock) && !it->second->asked))
     return Status::InvalidArgument("lock grant nobody asked for");
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("lock grant with notices in a depositing mode");
@@ -229,12 +204,16 @@ Status Node::OnLockGrant(NodeId, LockGrant& m) {
   return Status::Ok();
 }
 
-Status Node::OnNicLockGranted(LockId l, const VectorTime& timestamp) {
+// This node is the tail now: ask the one before it, which grants when done.
+Status Node::OnNicLockTail(LockId l, NodeId previous) {
   auto it = locks_.find(l);
-  if (!AtNic(l) || it == locks_.end() || !it->second->requested || it->second->grant)
-    return Status::InvalidArgument("NIC lock grant nobody asked for");
-  if (Status st = CheckOwnIntervals(timestamp); !st.ok()) return st;
-  AcceptGrant(l, *it->second, timestamp);
+  if (!AtNic(l) || it == locks_.end() || !it->second->requested || it->second->asked)
+    return Status::InvalidArgument("NIC lock swap nobody asked for");
+  if (previous >= nodes() || previous == config_.self)
+    return Status::InvalidArgument("NIC lock swap names an impossible predecessor");
+  it->second->asked = true;
+  Send(previous, LockRequest{l, config_.self, true, log_.known()});
+  host_->Nudge(previous);
   return Status::Ok();
 }
 
@@ -252,15 +231,13 @@ void Node::AcceptGrant(LockId l, Lock& lk, VectorTime timestamp) {
 
 void Node::FinishGrant(LockId l, Lock& lk) {
   lk.requested = false;
+  lk.asked = false;
   lk.have_token = true;
   lk.timestamp = std::move(*lk.grant);
   lk.grant.reset();
   lk.local_run = 0;
   if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
-    if (AtNic(l))
-      ReleaseNicLock(l, lk);
-    else if (lk.remote_next)
-      HandOn(l, lk);
+    if (lk.remote_next) HandOn(l, lk);
     return;
   }
   const ThreadId next = lk.waiters.front().thread;

@@ -63,17 +63,18 @@ struct Node::Page {
 //     token is handed on at once.
 //  3. requested implies !have_token.
 //  4. grant implies requested: the grant arrived, its notices have not.
-//  5. nil (AtNic): have_token means this node holds the NIC lock; it never
-//     idles here (a release without a local waiter unlocks at the NIC).
+//  5. nil (AtNic): the same, with the queue's tail in a word at the home
+//     that requesters swap by remote CAS (Host::NicLockTail): no handler
+//     runs at the home, and an idle token stays with its last holder.
 struct Node::Lock {
   bool have_token = false;
   bool held = false;
   ThreadId holder = 0;
   bool requested = false;
+  bool asked = false;  // nil: the swap completed and the request is out
   VectorTime timestamp;  // view of the last releaser
   std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
-  // Local hand-offs since the NIC grant (nil), or made while a remote
-  // successor waited (other modes, kMaxLocalBypasses).
+  // Local hand-offs made while a remote successor waited (kMaxLocalBypasses).
   uint32_t local_run = 0;
 
   struct Waiter {
@@ -87,7 +88,8 @@ struct Node::Lock {
   };
   std::optional<RemoteWaiter> remote_next;
 
-  NodeId tail = kNoNode;  // at the lock's home: the last requester
+  NodeId tail = kNoNode;  // at the lock's home: the last requester (not nil)
+  NodeId last_successor = kNoNode;  // nil: the tail as far as this node knows
 };
 
 // A barrier as seen by this node's threads.

@@ -128,8 +128,9 @@ const OptionSpec kTable[] = {
              ->check(Pages(1ull << 47, "a non-zero, page-aligned user address"))
              ->type_name("ADDRESS"))},
     {"--region-size", "SVM_REGION_SIZE", "auto",
-     "size of the shared region (K/M/G/T suffixes); auto: 64G a node, at most 16T. Sparse: memory is "
-     "committed only where the program touches it",
+     "size of the shared region (K/M/G/T suffixes); auto: 64G a node, at most 16T, and less above 30 "
+     "nodes (on one host each node maps its peers' regions). Sparse: memory is committed only where the "
+     "program touches it",
      false,
      ADD(OPT(region_size)
              ->transform(AutoOr(Units(ParseSize, "")))  // auto: 0, sized once the node count is known
@@ -232,10 +233,15 @@ Status CheckChoice(std::span<const Choice> table, const std::string& flag, const
 
 std::span<const OptionSpec> OptionTable() { return kTable; }
 
+uint64_t AutoRegionSize(uint32_t nodes) {
+  const uint64_t n = std::max<uint32_t>(nodes, 1);
+  const uint64_t mapped = kMaxMappedPeers / n * 1024 / (1024 + n) & ~((1ull << 30) - 1);
+  return std::min({n * kRegionPerNode, kMaxAutoRegion, mapped});
+}
+
 void SetNodeCount(Options* o, uint32_t nodes) {
   o->nodes = nodes;
-  if (o->region_size_auto)
-    o->region_size = std::min<uint64_t>(uint64_t(o->nodes) * kRegionPerNode, kMaxAutoRegion);
+  if (o->region_size_auto) o->region_size = AutoRegionSize(nodes);
 }
 
 Status ParseCommandLine(int argc, char** argv, Options* o, int* exit_now) {

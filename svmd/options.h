@@ -57,6 +57,11 @@ inline constexpr Choice kTransports[] = {
 // SPLASH programs allocate everything from main — can hold tens of GiB.
 inline constexpr uint64_t kRegionPerNode = 64ull << 30;
 inline constexpr uint64_t kMaxAutoRegion = 16ull << 40;
+// On one host (shm) every node maps each peer's frames and page versions:
+// about nodes x region x (1 + nodes / 1024) of address space, which the auto
+// size keeps under this (at 256 nodes: a 204 GiB region).
+inline constexpr uint64_t kMaxMappedPeers = 64ull << 40;
+uint64_t AutoRegionSize(uint32_t nodes);
 inline constexpr uint64_t kUserAddressEnd = 1ull << 47;
 
 inline constexpr Choice kHomes[] = {{"first-touch", true, ""}, {"cyclic", true, ""}, {"block", true, ""}};

@@ -40,6 +40,10 @@ constexpr size_t kOfferHeader = 8 + 4 * 5 + 8;
 constexpr size_t kOfferRegion = 4 + 8 + 8;
 constexpr int64_t kHandshakeMs = 5'000;  // per connection, within the set-up deadline
 
+// A big job's set-up is longer (runtime.cc), and so are its handshakes: on
+// one loaded host hundreds of nodes shake hands at once.
+int64_t HandshakeMs(const ShmOptions& o) { return std::max<int64_t>(kHandshakeMs, o.setup_timeout.count() / 8); }
+
 size_t PageSize() { return size_t(sysconf(_SC_PAGESIZE)); }
 
 
@@ -160,7 +164,7 @@ Status ShmNicImpl::Dial(NodeId peer, const std::string& address, int64_t deadlin
     if (!fd.valid()) return Sys("socket");
     if (connect(fd.get(), reinterpret_cast<sockaddr*>(&a), len) == 0) {
       Offer o;
-      Status s = Exchange(fd.get(), true, peer, std::min(deadline_ms, NowMs() + kHandshakeMs), &o);
+      Status s = Exchange(fd.get(), true, peer, std::min(deadline_ms, NowMs() + HandshakeMs(opt_)), &o);
       if (s.ok()) s = Adopt(o);
       if (!s.ok()) return s.code() == Status::Code::kAuthFailed
                               ? Status::AuthFailed(fmt::format("shm: node {} at {}: {}", peer, address, s.message()))
@@ -202,7 +206,7 @@ Status ShmNicImpl::AcceptAll(int64_t deadline_ms) {
     conns.push_back(fd);
     pending.push_back(std::async(std::launch::async, [this, fd, deadline_ms, &mu, &done] {
       Offer o;
-      Status s = Exchange(fd->get(), false, kNoNode, std::min(deadline_ms, NowMs() + kHandshakeMs), &o);
+      Status s = Exchange(fd->get(), false, kNoNode, std::min(deadline_ms, NowMs() + HandshakeMs(opt_)), &o);
       // Two connections may claim one node: adopt under mu.
       std::lock_guard<std::mutex> l(mu);
       if (s.ok()) s = Adopt(o);

@@ -43,7 +43,7 @@
 
 namespace svm::nic {
 
-inline constexpr unsigned kRingEntries = 256;
+inline constexpr unsigned kRingEntries = 1024;  // >= 2 * kMaxNodes + 2 (below)
 inline constexpr unsigned kInlineRingEntries = 8;
 inline constexpr size_t kRxInitialBytes = 256 << 10;
 inline constexpr size_t kRxMinFree = 64 << 10;  // compact when less is free at the tail

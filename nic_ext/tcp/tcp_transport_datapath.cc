@@ -76,13 +76,13 @@ Status TcpNicImpl::Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) {
     return Status::OutOfRange(fmt::format("{} requests outstanding (limit {})",
                                           kMaxOutstanding - free_.size(), kMaxOutstanding));
   }
-  uint64_t touched = 0;
+  std::array<bool, kMaxNodes> touched{};
   for (const WorkRequest& wr : wrs) {
     if (Status s = PostOne(cq, wr); !s.ok()) return s;
-    touched |= uint64_t{1} << wr.peer;
+    touched[wr.peer] = true;
   }
   for (NodeId n = 0; n < num_nodes(); ++n) {
-    if ((touched >> n & 1) == 0) continue;
+    if (!touched[n]) continue;
     if (n == self()) {
       if (!conns_[n].tx_pending.empty()) Wake();
     } else {

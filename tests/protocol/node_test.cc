@@ -73,10 +73,8 @@ class TestHost : public MemoryHost {
   }
   void DepositNotice(const WriteNotice&) override { ADD_FAILURE() << "DepositNotice in base mode"; }
   void TakeNotices(std::vector<WriteNotice>*) override { ADD_FAILURE() << "TakeNotices in base mode"; }
-  void NicLock(NodeId, LockId) override { ADD_FAILURE() << "NicLock in base mode"; }
-  void NicUnlock(NodeId, LockId, const VectorTime&) override {
-    ADD_FAILURE() << "NicUnlock in base mode";
-  }
+  void NicLockTail(NodeId, LockId, NodeId) override { ADD_FAILURE() << "NicLockTail in base mode"; }
+  void Nudge(NodeId) override { ADD_FAILURE() << "Nudge in base mode"; }
 
  private:
   Cluster* cluster_;
@@ -682,10 +680,11 @@ class ModeHost : public MemoryHost {
     for (WriteNotice& n : inbox) out->push_back(std::move(n));
     inbox.clear();
   }
-  void NicLock(NodeId home, LockId l) override { nic_locks.push_back({home, l}); }
-  void NicUnlock(NodeId, LockId, const VectorTime& timestamp) override {
-    nic_unlocks.push_back(timestamp);
+  void NicLockTail(NodeId home, LockId l, NodeId guess) override {
+    nic_locks.push_back({home, l});
+    guesses.push_back(guess);
   }
+  void Nudge(NodeId to) override { nudged.push_back(to); }
 
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
   std::vector<std::pair<NodeId, PageId>> reads;
@@ -695,8 +694,9 @@ class ModeHost : public MemoryHost {
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
   std::vector<WriteNotice> inbox;  // what peers deposited, not yet taken
-  std::vector<std::pair<NodeId, LockId>> nic_locks;
-  std::vector<VectorTime> nic_unlocks;
+  std::vector<std::pair<NodeId, LockId>> nic_locks;  // NicLockTail calls
+  std::vector<NodeId> guesses;
+  std::vector<NodeId> nudged;  // after each request, its target
 };
 
 NodeConfig ModeConfig(Mode mode, NodeId nodes, uint32_t threads) {
@@ -846,10 +846,9 @@ TEST(NodeModeTest, Issue22HomeWaitsForADiffInEveryOffloadMode) {
     const VectorTime ts(std::vector<IntervalId>{0, 0, 1});
     h.inbox.push_back({2, 1, {0}});  // page 0 is homed here
     if (LocksAtNic(mode)) {
-      ASSERT_TRUE(n.OnNicLockGranted(l, ts).ok());
-    } else {
-      ASSERT_TRUE(n.Receive(1, wire::Encode(LockGrant{l, ts, {}}, 0)).ok());
+      ASSERT_TRUE(n.OnNicLockTail(l, 1).ok());  // the home held it
     }
+    ASSERT_TRUE(n.Receive(1, wire::Encode(LockGrant{l, ts, {}}, 0)).ok());
     ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
     EXPECT_EQ(n.Fault(0, 0, Access::kRead), Outcome::kBlocked) << "home read before the diff";
     h.woken.clear();
@@ -894,54 +893,96 @@ TEST(NodeModeTest, ClosedIntervalIsDepositedNotSent) {
   EXPECT_EQ(std::get<LockGrant>(m).timestamp[1], 1u);
 }
 
-// nil: a NIC lock goes from thread to thread of its node without messages,
-// at most kMaxLocalHandoffs times in a row; then it goes back to the NIC
-// (remote waiters queued there get their turn) and is asked for again.
-TEST(NodeModeTest, NicLockLocalHandoffsAreBounded) {
-  ModeHost h(2);
-  Node n(ModeConfig(Mode::kNil, 2, 2), &h);
-  const LockId l = 0x5000;
+// The messages h.sent holds from index `from` on, decoded.
+std::vector<std::pair<NodeId, Message>> Sent(const ModeHost& h, size_t from, NodeId nodes) {
+  std::vector<std::pair<NodeId, Message>> out;
+  for (size_t i = from; i < h.sent.size(); ++i) {
+    Message m;
+    EXPECT_TRUE(wire::Decode(h.sent[i].second, 0, nodes, &m).ok());
+    out.push_back({h.sent[i].first, std::move(m)});
+  }
+  return out;
+}
+
+// nil, a cohort lock: a remote acquire swaps the tail word at the home (one
+// NIC operation) and asks the node it names; after that the token stays
+// here, idle or not, and every acquire by a thread of this node is local:
+// no message and no NIC operation, until another node asks for it.
+TEST(NodeModeTest, NilLockStaysWithItsNodeUntilAnotherNodeAsks) {
+  ModeHost h(3);
+  Node n(ModeConfig(Mode::kNil, 3, 2), &h);
+  const LockId l = PinnedLock(1, 50);  // homed at node 1
   ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
   ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);
   ASSERT_EQ(h.nic_locks.size(), 1u);  // once per node
-  ASSERT_TRUE(n.OnNicLockGranted(l, VectorTime(2)).ok());
+  EXPECT_EQ(h.nic_locks[0], (std::pair<NodeId, LockId>{1, l}));
+  EXPECT_TRUE(h.sent.empty());
+  EXPECT_FALSE(n.OnNicLockTail(l, 0).ok());  // never its own predecessor
+  ASSERT_TRUE(n.OnNicLockTail(l, 2).ok());   // node 2 asked before us
+  auto sent = Sent(h, 0, 3);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].first, 2u);
+  ASSERT_TRUE(std::holds_alternative<LockRequest>(sent[0].second));
+  EXPECT_EQ(std::get<LockRequest>(sent[0].second).requester, 0u);
+  EXPECT_EQ(h.nudged, std::vector<NodeId>{2});
+  EXPECT_FALSE(n.OnNicLockTail(l, 2).ok());  // the swap already completed
+  ASSERT_TRUE(n.Receive(2, wire::Encode(LockGrant{l, VectorTime(3), {}}, 0)).ok());
   ThreadId holder = 0;
   ASSERT_TRUE(n.Holds(holder, l));
-  for (uint32_t k = 0; k < Node::kMaxLocalHandoffs; ++k) {
+  for (int k = 0; k < 100; ++k) {  // unbounded local hand-offs while nobody else asks
     n.Release(holder, l);
     holder = 1 - holder;
-    ASSERT_TRUE(n.Holds(holder, l)) << "hand-off " << k;
+    ASSERT_TRUE(n.Holds(holder, l)) << k;
     ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);
   }
-  EXPECT_TRUE(h.nic_unlocks.empty());
-  n.Release(holder, l);  // over the bound: back to the NIC though a thread waits
+  n.Release(holder, l);
+  n.Release(1 - holder, l);  // idle: the token stays
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  EXPECT_EQ(h.nic_locks.size(), 1u);
+  EXPECT_EQ(h.sent.size(), 1u);
+  EXPECT_EQ(n.stats().local_acquires, 102u);
+  // Node 1 swapped the word after us: it asks us. Threads of this node that
+  // ask after it still go first, kMaxLocalBypasses times; then node 1.
+  EXPECT_FALSE(n.Receive(2, wire::Encode(LockRequest{l, 1, true, VectorTime(3)}, 0)).ok());
+  EXPECT_FALSE(n.Receive(1, wire::Encode(LockRequest{l, 1, false, VectorTime(3)}, 0)).ok());
+  ASSERT_TRUE(n.Receive(1, wire::Encode(LockRequest{l, 1, true, VectorTime(3)}, 0)).ok());
+  holder = 0;
+  for (uint32_t k = 0; k < Node::kMaxLocalBypasses; ++k) {
+    ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);
+    n.Release(holder, l);
+    holder = 1 - holder;
+    ASSERT_TRUE(n.Holds(holder, l)) << k;
+  }
+  EXPECT_EQ(h.sent.size(), 1u);
+  ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);
+  n.Release(holder, l);
+  sent = Sent(h, 1, 3);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].first, 1u);
+  EXPECT_TRUE(std::holds_alternative<LockGrant>(sent[0].second));
   EXPECT_FALSE(n.HeldLocally(l));
-  EXPECT_EQ(h.nic_unlocks.size(), 1u);
-  EXPECT_EQ(h.nic_locks.size(), 2u);
-  EXPECT_TRUE(h.sent.empty());
-  EXPECT_EQ(n.stats().local_acquires, Node::kMaxLocalHandoffs);
-  ASSERT_TRUE(n.OnNicLockGranted(l, h.nic_unlocks[0]).ok());
-  EXPECT_TRUE(n.Holds(1 - holder, l));
-  n.Release(1 - holder, l);  // nobody waits: straight back to the NIC
-  EXPECT_EQ(h.nic_unlocks.size(), 2u);
-  EXPECT_EQ(h.nic_locks.size(), 2u);
-  EXPECT_FALSE(n.OnNicLockGranted(l, VectorTime(2)).ok());  // nobody asked
+  EXPECT_EQ(h.nic_locks.size(), 2u);  // thread 0 still waits: asked again
+  EXPECT_EQ(h.guesses, (std::vector<NodeId>{kNoNode, 1}));  // node 1 is the tail, most likely
 }
 
-// nil: a timed lock that gave up before the NIC granted. The grant finds
-// nobody waiting and the lock goes straight back to the NIC.
-TEST(NodeModeTest, NicGrantForACancelledWaiterGoesBack) {
+// nil: a timed lock that gave up before its grant came. The token stays
+// here idle and goes to the next node that asks, at once.
+TEST(NodeModeTest, NilGrantForACancelledWaiterStaysIdle) {
   ModeHost h(2);
   Node n(ModeConfig(Mode::kNil, 2, 2), &h);
-  const LockId l = 0x5100;
+  const LockId l = PinnedLock(1, 51);
   ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
-  ASSERT_EQ(h.nic_locks.size(), 1u);
   EXPECT_TRUE(n.CancelAcquire(0, l));
-  ASSERT_TRUE(n.OnNicLockGranted(l, VectorTime(2)).ok());
+  ASSERT_TRUE(n.OnNicLockTail(l, 1).ok());
+  ASSERT_TRUE(n.Receive(1, wire::Encode(LockGrant{l, VectorTime(2), {}}, 0)).ok());
   EXPECT_FALSE(n.HeldLocally(l));
-  EXPECT_EQ(h.nic_unlocks.size(), 1u);
-  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);  // asks the NIC again
-  EXPECT_EQ(h.nic_locks.size(), 2u);
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kDone);  // idle here: no NIC operation
+  EXPECT_EQ(h.nic_locks.size(), 1u);
+  n.Release(1, l);
+  ASSERT_TRUE(n.Receive(1, wire::Encode(LockRequest{l, 1, true, VectorTime(2)}, 0)).ok());
+  const auto sent = Sent(h, 0, 2);
+  ASSERT_EQ(sent.size(), 2u);  // our request, then the grant
+  EXPECT_TRUE(std::holds_alternative<LockGrant>(sent[1].second));
 }
 
 }  // namespace

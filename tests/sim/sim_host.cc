@@ -143,21 +143,12 @@ void SimHost::TakeNotices(std::vector<WriteNotice>* out) {
   }
 }
 
-void SimHost::NicLock(NodeId home, LockId l) {
-  if (!CheckPeer("NicLock", home, true)) return;
+void SimHost::NicLockTail(NodeId home, LockId l, NodeId guess) {
+  if (!CheckPeer("NicLockTail", home, true)) return;
+  if (guess != kNoNode && guess >= network_->nodes()) return ContractError("NicLockTail guess");
   Event e;
-  e.kind = EventKind::kLock;
+  e.kind = EventKind::kLockSwap;
   e.lock = l;
-  network_->Post(self_, home, std::move(e));
-}
-
-void SimHost::NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) {
-  if (!CheckPeer("NicUnlock", home, true)) return;
-  if (timestamp.size() != network_->nodes()) return ContractError("NicUnlock timestamp size");
-  Event e;
-  e.kind = EventKind::kUnlock;
-  e.lock = l;
-  e.time = timestamp;
   network_->Post(self_, home, std::move(e));
 }
 
@@ -187,36 +178,11 @@ void SimHost::ServeDeposit(NodeId writer, WriteNotice notice) {
   deposits_[writer].push_back(std::move(notice));
 }
 
-std::optional<VectorTime> SimHost::ServeLock(NodeId requester, LockId l) {
-  NicLockWord& w = nic_locks_[l];
-  if (w.timestamp.size() == 0) w.timestamp = VectorTime(network_->nodes());
-  if (w.held) {
-    w.waiters.push_back(requester);
-    return std::nullopt;
-  }
-  w.held = true;
-  w.holder = requester;
-  return w.timestamp;
+NodeId SimHost::ServeLockSwap(NodeId requester, LockId l) {
+  auto [it, fresh] = lock_tails_.try_emplace(l, self_);
+  const NodeId previous = it->second;
+  it->second = requester;
+  return previous;
 }
-
-std::optional<NodeId> SimHost::ServeUnlock(NodeId releaser, LockId l, VectorTime timestamp) {
-  auto it = nic_locks_.find(l);
-  if (it == nic_locks_.end() || !it->second.held || it->second.holder != releaser) {
-    ContractError("NicUnlock of lock " + std::to_string(l) + " by node " +
-                  std::to_string(releaser) + ", which does not hold it");
-    return std::nullopt;
-  }
-  NicLockWord& w = it->second;
-  w.timestamp = std::move(timestamp);
-  if (w.waiters.empty()) {
-    w.held = false;
-    return std::nullopt;
-  }
-  w.holder = w.waiters.front();
-  w.waiters.pop_front();
-  return w.holder;
-}
-
-const VectorTime& SimHost::NicLockTimestamp(LockId l) const { return nic_locks_.at(l).timestamp; }
 
 }  // namespace svm::sim

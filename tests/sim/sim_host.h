@@ -60,8 +60,9 @@ class SimHost final : public Host {
                  std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
-  void NicLock(NodeId home, LockId l) override;
-  void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) override;
+  void NicLockTail(NodeId home, LockId l, NodeId guess) override;
+  // A hint for the runtime's threads; the simulator's are scheduled anyway.
+  void Nudge(NodeId to) override { CheckPeer("Nudge", to, false); }
 
   // The NIC of this node serving a peer's one-sided operation.
   // READ of the versions of pages [first, first + count), then their
@@ -72,12 +73,9 @@ class SimHost final : public Host {
   // the runs do not fit the page.
   bool ServeWriteDiff(NodeId writer, const Event& e);
   void ServeDeposit(NodeId writer, WriteNotice notice);
-  // LOCK by `requester`: the timestamp if granted now, else it queues.
-  std::optional<VectorTime> ServeLock(NodeId requester, LockId l);
-  // Stores timestamp with l and UNLOCKs: the next requester granted, if any.
-  std::optional<NodeId> ServeUnlock(NodeId releaser, LockId l, VectorTime timestamp);
-  // REQUIRES: l was locked here.
-  const VectorTime& NicLockTimestamp(LockId l) const;
+  // The swap of l's tail word for `requester` (the runtime's CAS loop, in
+  // one step): what the word named before, this node for a fresh word.
+  NodeId ServeLockSwap(NodeId requester, LockId l);
 
   // While set, a ReadPage is a retry (its Node found the last copy too old):
   // it is posted slow, backing off until something else changed.
@@ -109,13 +107,7 @@ class SimHost final : public Host {
   std::vector<Prot> prot_;
   std::vector<uint64_t> shared_marks_;
   std::vector<std::vector<WriteNotice>> deposits_;  // by writer, oldest first
-  struct NicLockWord {
-    bool held = false;
-    NodeId holder = 0;
-    VectorTime timestamp;
-    std::deque<NodeId> waiters;
-  };
-  std::map<LockId, NicLockWord> nic_locks_;  // at the home: locks ever used
+  std::map<LockId, NodeId> lock_tails_;  // at the home: tail words ever swapped
   bool completing_read_ = false;
   bool lose_deposits_ = false;
   std::unique_ptr<uint8_t[]> scratch_;  // handed out for out-of-range pages

@@ -16,9 +16,8 @@ const char* ToString(EventKind k) {
     case EventKind::kReadDone: return "read-done";
     case EventKind::kWriteDiff: return "write-diff";
     case EventKind::kDeposit: return "deposit";
-    case EventKind::kLock: return "lock";
-    case EventKind::kLockDone: return "lock-done";
-    case EventKind::kUnlock: return "unlock";
+    case EventKind::kLockSwap: return "lock-swap";
+    case EventKind::kLockSwapped: return "lock-swapped";
   }
   return "?";
 }

@@ -38,9 +38,8 @@ enum class EventKind : uint8_t {
   kReadDone,   // completion: page, time = version, bytes = frame
   kWriteDiff,  // dd: bytes = runs into page's frame, then version[from] = interval
   kDeposit,    // dw: notice into the target's deposit area for `from`
-  kLock,       // nil: LOCK lock at the target's NIC
-  kLockDone,   // completion: lock, time = timestamp stored with it
-  kUnlock,     // nil: store time with lock, then UNLOCK
+  kLockSwap,     // nil: swap lock's tail word at the target for `from`
+  kLockSwapped,  // completion: lock, node = what the word named before
 };
 const char* ToString(EventKind k);
 
@@ -56,6 +55,7 @@ struct Event {
   uint32_t count = 1;  // kRead: pages from `page` on
   uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark(page + i) first
   std::vector<VectorTime> times;  // kReadDone: each page's version
+  NodeId node = 0;    // kLockSwapped
 };
 
 class SimNetwork {

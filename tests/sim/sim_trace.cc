@@ -76,8 +76,7 @@ std::string TraceRing::Format(const TraceEvent& e) const {
       break;
     case Ev::kOneSided: {
       const auto kind = static_cast<EventKind>(e.z);
-      const bool lock = kind == EventKind::kLock || kind == EventKind::kLockDone ||
-                        kind == EventKind::kUnlock;
+      const bool lock = kind == EventKind::kLockSwap || kind == EventKind::kLockSwapped;
       std::snprintf(buf, sizeof buf, "nic n%u -> n%u %s (%s %" PRIu64 ")", e.a, e.b,
                     ToString(kind), lock ? "lock" : "page", e.x);
       break;

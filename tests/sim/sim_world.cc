@@ -435,17 +435,8 @@ void World::StepThread(Thread& th) {
   }
 }
 
-void World::PostLockDone(NodeId home, NodeId to, LockId l, const VectorTime& timestamp) {
-  Event done;
-  done.kind = EventKind::kLockDone;
-  done.lock = l;
-  done.time = timestamp;
-  network_.Post(home, to, std::move(done));
-}
-
 void World::DeliverOneSided(Pair p, Event& e) {
-  const bool lock = e.kind == EventKind::kLock || e.kind == EventKind::kLockDone ||
-                    e.kind == EventKind::kUnlock;
+  const bool lock = e.kind == EventKind::kLockSwap || e.kind == EventKind::kLockSwapped;
   Record(Ev::kOneSided, p.from, p.to, lock ? e.lock : e.page, 0, static_cast<uint8_t>(e.kind));
   if (config_.record_deliveries) {
     DeliveryRecord d;
@@ -481,18 +472,16 @@ void World::DeliverOneSided(Pair p, Event& e) {
       target.ServeDeposit(p.from, std::move(e.notice));
       poll_due_[p.to] = 1;
       break;
-    case EventKind::kLock:
-      if (auto timestamp = target.ServeLock(p.from, e.lock)) {
-        PostLockDone(p.to, p.from, e.lock, *timestamp);
-      }
+    case EventKind::kLockSwap: {
+      Event done;
+      done.kind = EventKind::kLockSwapped;
+      done.lock = e.lock;
+      done.node = target.ServeLockSwap(p.from, e.lock);
+      network_.Post(p.to, p.from, std::move(done));
       break;
-    case EventKind::kLockDone:
-      s = nodes_[p.to]->OnNicLockGranted(e.lock, e.time);
-      break;
-    case EventKind::kUnlock:
-      if (auto next = target.ServeUnlock(p.from, e.lock, std::move(e.time))) {
-        PostLockDone(p.to, *next, e.lock, target.NicLockTimestamp(e.lock));
-      }
+    }
+    case EventKind::kLockSwapped:
+      s = nodes_[p.to]->OnNicLockTail(e.lock, e.node);
       break;
     case EventKind::kMessage:
       break;

@@ -82,7 +82,6 @@ class World final : public WakeListener {
   void StepLife(Thread& th, const Op& op);
   void Deliver(Pair p);
   void DeliverOneSided(Pair p, Event& e);
-  void PostLockDone(NodeId home, NodeId to, LockId l, const VectorTime& timestamp);
   void PollNode(NodeId n);
   void Advance(Thread& th);
   void Block(Thread& th);

@@ -10,10 +10,12 @@ one-sided counters that each mode did use its NIC operations. main works as
 thread 0, so every barrier holds every live thread and write notices are
 collected in every mode.
 
-Locks in nil: every lock is a NIC lock, the runtime's own (a thread's birth
-and death locks, which order pthread_create and pthread_join) included, so
-no lock handler runs at all; the program does start threads on the other
-node (spawn requests), so those locks are exercised.
+Locks in nil: every lock's home is a word at the home's NIC (doc/locks.md),
+the runtime's own (a thread's birth and death locks, which order
+pthread_create and pthread_join) included, so no home forwards a request:
+each NIC swap sends one request, straight to the holder, and each request
+gets one grant. The program starts threads on the other node (spawn
+requests), so those locks are exercised.
 """
 import argparse
 import json
@@ -32,7 +34,7 @@ args = ap.parse_args()
 THREADS = 4
 # Handler kinds each mode must never run (cumulative, as the modes are).
 OFFLOADED = {"base": [], "dw": [], "rf": ["fetch"], "dd": ["fetch", "diff"],
-             "nil": ["fetch", "diff", "lock"]}
+             "nil": ["fetch", "diff"]}
 failures = []
 
 
@@ -83,6 +85,11 @@ for m in modes:
     if m == "nil":
         spawns = c["messages"].get("spawn-request", {}).get("count", 0)
         check("nil: threads started on the other node", spawns > 0, str(spawns))
+        requests = c["messages"].get("lock-request", {}).get("count", 0)
+        grants = c["messages"].get("lock-grant", {}).get("count", 0)
+        check("nil: one request per NIC swap, no forwards", requests == c.get("nic_locks", -1),
+              "%d requests, %s swaps" % (requests, c.get("nic_locks")))
+        check("nil: one grant per request", grants == requests, "%d grants, %d requests" % (grants, requests))
     # main works too, so every live thread is in every barrier: they collect.
     check("%s: notices collected" % m, c.get("notices_collected", 0) > 0, str(c.get("notices_collected")))
     for counter, first in USES.items():
