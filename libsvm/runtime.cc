@@ -327,6 +327,7 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
   to.num_nodes = opts_.nodes;
   to.epoch = opts_.epoch;
   to.key = cc.key;
+  to.seal = cc.seal;  // nodes on several hosts (svmrun: SVM_SEAL)
   to.latency_ns = opts_.net_latency_ns;
   to.bandwidth_bytes_per_s = opts_.net_bandwidth;
   to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0" : opts_.nic_listen;

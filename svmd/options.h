@@ -91,6 +91,7 @@ struct Options {
   double timeout_s = 0;  // 0 = none
   double liveness_timeout_s = 10;  // silence that ends the job; 0 = never
   bool tag_output = false;
+  bool insecure_network = false;  // multi-host jobs: do not seal traffic between hosts
   std::string log_level = "warn";
   std::string launcher = "auto";   // kLaunchers
   std::vector<std::string> hosts;  // svmd: "host[:port]"; ssh: "host[:slots]"

@@ -80,12 +80,21 @@ class Session {
         session_key_(a.session),
         first_(std::move(a.first)),
         stop_fd_(stop_fd),
-        peer_(std::move(a.peer)) {}
+        peer_(std::move(a.peer)),
+        seal_(std::move(a.seal)) {
+    in_.set_opener(seal_ ? &seal_->in : nullptr);
+  }
   // An agent's session (svmd --agent): the connection to svmrun is made
   // and authenticated already, with this session secret; the JOB is still
   // to come.
-  Session(UniqueFd conn, const Key& session, int stop_fd)
-      : id_(1), conn_(std::move(conn)), session_key_(session), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {
+  Session(UniqueFd conn, const Key& session, std::shared_ptr<Seal> seal, int stop_fd)
+      : id_(1),
+        conn_(std::move(conn)),
+        session_key_(session),
+        stop_fd_(stop_fd),
+        peer_(PeerString(conn_.get())),
+        seal_(std::move(seal)) {
+    in_.set_opener(seal_ ? &seal_->in : nullptr);
     await_job_ = true;
   }
   ~Session() { Cleanup(); }
@@ -111,6 +120,7 @@ class Session {
   Frame first_;
   int stop_fd_;
   std::string peer_;
+  std::shared_ptr<Seal> seal_;  // set when svmrun asked for sealing
   SessionState state_ = SessionState::kAwaitingJob;
   std::atomic<bool> done_{false};
   uint32_t epoch_ = 0;
@@ -130,7 +140,7 @@ class Session {
 
 void Session::Send(MsgType t, std::string_view body) {
   if (!conn_ok_) return;
-  if (!SendFrame(conn_.get(), t, epoch_, body).ok()) {
+  if (!SendFrame(conn_.get(), t, epoch_, body, seal_ ? &seal_->out : nullptr).ok()) {
     conn_ok_ = false;
     BeginTeardown("svmrun connection lost");
   }
@@ -139,7 +149,7 @@ void Session::Send(MsgType t, std::string_view body) {
 void Session::Run() {
   Frame& f = first_;
   Status s;
-  if (await_job_) s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
+  if (await_job_) s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f, seal_ ? &seal_->in : nullptr);
   if (s.ok() && f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
   if (s.ok()) s = StartJob(f, session_key_);
   if (!s.ok()) {
@@ -433,7 +443,8 @@ int RunAgent(const AgentArgs& args, const std::string& level) {
   UniqueFd stop(eventfd(0, EFD_CLOEXEC));
   UniqueFd conn;
   Key session;
-  Status s = ConnectAgent(args, 0, &conn, &session);
+  std::shared_ptr<Seal> seal;
+  Status s = ConnectAgent(args, 0, &conn, &session, &seal);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
@@ -443,7 +454,7 @@ int RunAgent(const AgentArgs& args, const std::string& level) {
     ::dup2(null, 0);
     ::close(null);
   }
-  Session job(std::move(conn), session, stop.get());
+  Session job(std::move(conn), session, std::move(seal), stop.get());
   std::thread t([&job] { job.Run(); });
   while (!job.done()) {
     pollfd p{sfd.get(), POLLIN, 0};
@@ -581,7 +592,8 @@ int Main(int argc, char** argv) {
         if (sessions.size() >= kMaxSessions) {
           spdlog::warn("refused a job from {}: {} jobs running", a.peer, kMaxSessions);
           (void)SendFrame(a.fd.get(), MsgType::kJobError, a.first.epoch,
-                          EncodeStrings({"svmd runs " + std::to_string(kMaxSessions) + " jobs already"}));
+                          EncodeStrings({"svmd runs " + std::to_string(kMaxSessions) + " jobs already"}),
+                          a.seal ? &a.seal->out : nullptr);
           continue;
         }
         auto sess = std::make_unique<Session>(next_id++, std::move(a), stop.get());
