@@ -1,5 +1,6 @@
 // Runtime: start-up, shared memory, the NIC and the handler thread.
 #include "libsvm/runtime.h"
+#include "libsvm/stall.h"
 
 #include <arpa/inet.h>
 #include <elf.h>
@@ -111,6 +112,8 @@ Status Runtime::Start() {
   if (nic_) {
     handler_ = std::thread([this] { HandlerLoop(); });
     spawner_ = std::thread([this] { SpawnLoop(); });
+    StartStallReport({opts_.stall_report_s, opts_.node, uintptr_t(opts_.region_base),
+                      uintptr_t(opts_.region_base + opts_.region_size)});
   }
   return Status::Ok();
 }

@@ -144,6 +144,10 @@ const OptionSpec kTable[] = {
      "end the job when a node, svmd or svmrun has not answered for SECONDS (stopped, cut off, stuck); 0 = "
      "never",
      false, ADD(OPT(liveness_timeout_s)->check(CLI::Range(0.0, 1e6))->type_name("SECONDS"))},
+    {"--stall-report", "SVM_STALL_REPORT", "30",
+     "when a node's threads spin for SECONDS in the program without protocol progress (a flag polled "
+     "without synchronization), print once which threads, where, and on which shared page; 0 = never",
+     false, ADD(OPT(stall_report_s)->check(CLI::Range(0.0, 1e6))->type_name("SECONDS"))},
     {"--insecure-network", "SVM_INSECURE_NETWORK", "",
      "multi-host jobs: send control and tcp NIC traffic between hosts in clear (no AES-GCM sealing), on a "
      "network that only the job's hosts can reach",

@@ -215,6 +215,12 @@ class Job {
 
 std::string Node::where() const { return local ? "pid " + std::to_string(local->pid()) : "remote"; }
 
+std::string FormatSeconds(double s) {
+  char b[32];
+  snprintf(b, sizeof(b), "%g", s);
+  return b;
+}
+
 std::string Hex(uint64_t v) {
   char b[32];
   snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
@@ -241,6 +247,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
       LivenessEnv(o_.liveness_timeout_s),
       std::string("SVM_SEAL=") + (Sealed() ? "1" : "0"),
+      "SVM_STALL_REPORT=" + FormatSeconds(o_.stall_report_s),
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));

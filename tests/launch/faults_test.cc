@@ -455,5 +455,23 @@ TEST(Misuse, NodeZeroEndingWithoutExitEndsTheJob) {
   }
 }
 
+// Issue 18: a flag polled on shared memory without synchronization hung
+// silently at 100 % of a core. --stall-report names the spinning thread, its
+// pc and the flag's page, once; --timeout then ends the job.
+TEST(Misuse, SpinningOnASharedFlagIsReported) {
+  NEEDS_LIBSVM();
+  Child c(Svmrun({"-n", "2", "--stall-report", "1", "--timeout", "8"}, {BuildDir() + "/tests/spin_flag"}, Libsvm()));
+  ASSERT_TRUE(c.WaitFor("flag page 0x")) << c.out << c.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(c.out, m, std::regex("flag page (0x[0-9a-f]+)"))) << c.out;
+  const std::string page = m[1];
+  EXPECT_EQ(c.ExitCode(), 124) << c.err;
+  EXPECT_NE(c.err.find("svm: node 1: no protocol progress for 1 s"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("on shared page " + page + " "), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("in " + BuildDir() + "/tests/spin_flag"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find(" at pc 0x"), std::string::npos) << c.err;
+  EXPECT_EQ(CountLines(c.err, "no protocol progress"), 1) << c.err;  // once
+}
+
 }  // namespace
 }  // namespace svm::launch_test
