@@ -178,13 +178,8 @@ void Watch(StallOptions o) {
   sigemptyset(&set);
   sigaddset(&set, SampleSignal());
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  struct sigaction sa {};
-  sa.sa_sigaction = OnSample;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SampleSignal(), &sa, nullptr);
-
   std::map<pid_t, Track> tracks;
+  bool installed = false;
   for (;;) {
     const timespec nap{period_ns / 1'000'000'000, period_ns % 1'000'000'000};
     nanosleep(&nap, nullptr);
@@ -206,6 +201,17 @@ void Watch(StallOptions o) {
       next[tid] = t;
     }
     tracks.swap(next);
+    if (suspects.empty()) continue;
+    // The sampling signal is taken only once there is a suspect, and kept (a
+    // late one must not meet the default action, which ends the process).
+    if (!installed) {
+      struct sigaction sa {};
+      sa.sa_sigaction = OnSample;
+      sa.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SampleSignal(), &sa, nullptr);
+      installed = true;
+    }
     std::string lines;
     for (pid_t tid : suspects) lines += Diagnose(tid, o);
     if (lines.empty()) continue;

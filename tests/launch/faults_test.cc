@@ -460,7 +460,7 @@ TEST(Misuse, NodeZeroEndingWithoutExitEndsTheJob) {
 // pc and the flag's page, once; --timeout then ends the job.
 TEST(Misuse, SpinningOnASharedFlagIsReported) {
   NEEDS_LIBSVM();
-  Child c(Svmrun({"-n", "2", "--stall-report", "1", "--timeout", "8"}, {BuildDir() + "/tests/spin_flag"}, Libsvm()));
+  Child c(Svmrun({"-n", "2", "--stall-report", "1", "--timeout", "5"}, {BuildDir() + "/tests/spin_flag"}, Libsvm()));
   ASSERT_TRUE(c.WaitFor("flag page 0x")) << c.out << c.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(c.out, m, std::regex("flag page (0x[0-9a-f]+)"))) << c.out;
