@@ -35,6 +35,7 @@ const char* ToString(ExitKind k) {
     case ExitKind::kExited: return "exited";
     case ExitKind::kSignaled: return "signaled";
     case ExitKind::kStartFailed: return "start-failed";
+    case ExitKind::kUnresponsive: return "unresponsive";
   }
   return "?";
 }
@@ -282,7 +283,7 @@ Status Decode(std::string_view body, NodeExitMsg* m) {
   m->message = d.Str();
   Status s = d.Done(MsgType::kNodeExit);
   if (!s.ok()) return s;
-  if (k > uint8_t(ExitKind::kStartFailed)) return Status::Malformed("NODE_EXIT: bad kind");
+  if (k > uint8_t(ExitKind::kUnresponsive)) return Status::Malformed("NODE_EXIT: bad kind");
   m->kind = ExitKind(k);
   return Status::Ok();
 }

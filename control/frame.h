@@ -152,7 +152,9 @@ struct AgentHelloMsg {
   uint32_t index = 0;    // which of the hosts svmrun started (ssh: argv; srun: SLURM_NODEID)
   std::string hostname;  // gethostname(), for messages
 };
-enum class ExitKind : uint8_t { kExited = 0, kSignaled = 1, kStartFailed = 2 };
+// kUnresponsive: svmd killed the node, which could not answer (stopped,
+// traced or stuck in the kernel) for the liveness timeout; `message` says how.
+enum class ExitKind : uint8_t { kExited = 0, kSignaled = 1, kStartFailed = 2, kUnresponsive = 3 };
 const char* ToString(ExitKind k);
 struct NodeExitMsg {
   uint32_t node = 0;

@@ -113,6 +113,9 @@ class Session {
   void Send(MsgType t, std::string_view body);
   void Cleanup();
   void SendStats(uint32_t node);
+  // Liveness of the nodes from /proc: svmrun cannot ping a node that has not
+  // joined yet, and a stopped node answers nothing anyway.
+  void CheckNodes();
 
   int id_;
   UniqueFd conn_;
@@ -128,6 +131,7 @@ class Session {
   bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
+  std::vector<int64_t> unresponsive_since_;  // per node: when /proc first said it cannot answer; 0: it can
   std::vector<std::pair<LocalNode*, std::string>> stdin_;  // the nodes STDIN feeds, bytes pending each
   bool stdin_eof_ = false;
   bool conn_ok_ = true;
@@ -333,6 +337,7 @@ void Session::Loop() {
       all &= nodes_[i]->finished();
     }
     if (all && !conn_ok_) return;
+    CheckNodes();
     for (auto& [node, pending] : stdin_)
       if (node->stdin_fd() >= 0 && pending.empty() && stdin_eof_) node->CloseStdin();
 
@@ -396,6 +401,32 @@ void Session::Loop() {
     if (kill_at_ && NowMs() >= kill_at_) {
       kill_at_ = 0;
       for (auto& n : nodes_) n->Signal(SIGKILL);
+    }
+  }
+}
+
+void Session::CheckNodes() {
+  if (!liveness_ms_ || kill_at_) return;
+  unresponsive_since_.resize(nodes_.size(), 0);
+  const int64_t now = NowMs();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i]->finished() || reported_[i]) continue;
+    if (!Unresponsive(ProcessState(nodes_[i]->pid()))) {
+      unresponsive_since_[i] = 0;
+    } else if (!unresponsive_since_[i]) {
+      unresponsive_since_[i] = now;
+    } else if (now - unresponsive_since_[i] >= liveness_ms_) {
+      char secs[32];
+      snprintf(secs, sizeof(secs), "%g", double(liveness_ms_) / 1000);
+      NodeExitMsg m;
+      m.node = nodes_[i]->id();
+      m.kind = ExitKind::kUnresponsive;
+      m.message = "pid " + std::to_string(nodes_[i]->pid()) + " " + DescribeSilence(nodes_[i]->pid()) + " for " +
+                  secs + " s (--liveness-timeout)";
+      spdlog::warn("session {}: node {}: {}; killing it", id_, m.node, m.message);
+      nodes_[i]->Signal(SIGKILL);
+      reported_[i] = true;
+      Send(MsgType::kNodeExit, Encode(m));
     }
   }
 }

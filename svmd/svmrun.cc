@@ -668,6 +668,9 @@ void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) 
     case ExitKind::kStartFailed:
       Teardown(127, "node " + std::to_string(n.id) + host + ": " + msg, false);
       return;
+    case ExitKind::kUnresponsive:  // svmd saw it in /proc, joined or not
+      Teardown(kLostStatus, who + ": " + msg + "; ending the job", false);
+      return;
     case ExitKind::kSignaled:
       Teardown(128 + value,
                "node " + std::to_string(n.id) + " (" + n.where() + host + ") was killed by signal " +

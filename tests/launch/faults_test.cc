@@ -275,6 +275,32 @@ TEST_F(SvmdFaults, StoppedSvmdEndsTheJobNamingIt) {
   EXPECT_TRUE(AllGone(pids, 10)) << "svmrun told the nodes (its own control connections) to leave";
 }
 
+// Issue 18: a remote node stopped before it joins was caught only by
+// --timeout (svmrun cannot ping it yet). Its svmd reads /proc as svmrun does
+// for local nodes, kills it and says why; svmrun ends the job naming it.
+TEST_F(SvmdFaults, RemoteNodeStoppedBeforeJoiningEndsTheJob) {
+  Child c(Svmrun({"-n", "1", "--liveness-timeout", "1", "--hosts", Hosts(), "--key-file", key_},
+                 {FakeNode(), "--wait", "--delay-rendezvous", "4000"}));
+  // svmd's sessions run on threads: its children are listed per thread.
+  pid_t node = 0;
+  for (int i = 0; i < 200 && node == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(svmd_->pid()) + "/task")) {
+      std::ifstream in(task.path().string() + "/children");
+      if (pid_t p = 0; in >> p) node = p;
+    }
+  }
+  ASSERT_NE(node, 0) << "svmd started no node";
+  kill(node, SIGSTOP);
+  auto start = Clock::now();
+  EXPECT_EQ(c.ExitCode(), 255) << c.err;
+  EXPECT_LT(SecondsSince(start), 8.0);
+  EXPECT_NE(c.err.find("node 0 on "), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("stopped"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("(--liveness-timeout); ending the job"), std::string::npos) << c.err;
+  EXPECT_TRUE(AllGone({node}, 10));
+}
+
 TEST_F(SvmdFaults, StoppedSvmrunEndsTheRemoteJob) {
   Child c(Svmrun({"-n", "2", "--liveness-timeout", "1", "--hosts", Hosts(), "--key-file", key_},
                  {FakeNode(), "--wait"}));
