@@ -196,8 +196,9 @@ void Watch(StallOptions o) {
       if (st.state != 'R' || st.stime != t.base.stime || st.faults != t.base.faults) t = Track{st, now};
       const int64_t spun_ns = now - t.since_ns;
       const double user_s = double(st.utime - t.base.utime) / double(ticks_per_s);
-      // Runnable throughout; on a loaded host it gets only part of a core.
-      if (spun_ns >= window_ns && user_s >= 0.1 * double(spun_ns) / 1e9) suspects.push_back(tid);
+      // Runnable at every look and burning user time (on a loaded host only
+      // part of a core): it never blocked.
+      if (spun_ns >= window_ns && user_s > 0) suspects.push_back(tid);
       next[tid] = t;
     }
     tracks.swap(next);
