@@ -11,6 +11,7 @@
 #include "libsvm/alloc/bootstrap.h"
 #include "libsvm/alloc/heap.h"
 #include "libsvm/next_symbol.h"
+#include "libsvm/stats.h"
 #include "libsvm/runtime.h"
 #include "libsvm/thread_state.h"
 
@@ -37,11 +38,19 @@ MainFn g_main = nullptr;
 bool ToHeap() { return t_app && !t_in_runtime; }
 bool InHeap(const void* p) { return g_heap && g_heap->Contains(p); }
 
+// Counted for the thread the runtime serves (stats::Counter::kRuntimeAllocs).
+void CountRuntimeAlloc() {
+  if (!t_in_runtime) return;
+  if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kRuntimeAllocs);
+}
+
 void* PrivateMalloc(size_t n) {
+  CountRuntimeAlloc();
   return g_glibc.load(std::memory_order_relaxed) ? __libc_malloc(n) : alloc::BootstrapMalloc(n);
 }
 
 void* PrivateAligned(size_t align, size_t n) {
+  CountRuntimeAlloc();
   return g_glibc.load(std::memory_order_relaxed) ? __libc_memalign(align, n)
                                                  : alloc::BootstrapMalloc(n, align);
 }
@@ -140,6 +149,7 @@ void Free(void* p) {
 
 void* Calloc(size_t n, size_t size) {
   if (ToHeap()) return HeapFailed(g_heap->Calloc(n, size), size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
+  CountRuntimeAlloc();
   if (g_glibc.load(std::memory_order_relaxed)) return Failed(__libc_calloc(n, size));
   return Failed(alloc::BootstrapCalloc(n, size));
 }
@@ -158,6 +168,7 @@ void* Realloc(void* p, size_t n) {
     if (n == 0) return alloc::BootstrapFree(p), nullptr;
     return Failed(Move(p, alloc::BootstrapUsableSize(p), n));
   }
+  CountRuntimeAlloc();
   return Failed(__libc_realloc(p, n));
 }
 

@@ -246,6 +246,11 @@ std::span<uint8_t> Runtime::Frame(PageId p) {
   return {reinterpret_cast<uint8_t*>(s.region->ProtoPage(p - s.first)), page};
 }
 
+PageId Runtime::FramesEnd(PageId p) {
+  Segment& s = SegmentOf(p);
+  return s.first + s.pages();
+}
+
 // A run may cross from one segment into the next, or past the globals' last
 // page into ids no memory backs (the Node maps runs ahead): only the pages
 // that exist are changed.

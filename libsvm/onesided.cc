@@ -144,27 +144,64 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
                                 st.ToString()));
     }
   }
-  os_ops_.emplace(id, std::move(op));
+  if (spare_nodes_.empty()) {
+    os_ops_.emplace(id, std::move(op));
+    return;
+  }
+  auto node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = id;
+  node.mapped() = std::move(op);
+  os_ops_.insert(std::move(node));
 }
 
-void Runtime::ReadPage(NodeId home, PageId p, bool mark) {
-  auto op = std::make_unique<OneSided>();
-  op->kind = OneSided::Kind::kReadPage;
+// Most operations and map nodes kept for reuse.
+constexpr size_t kSpareOps = 64;
+
+std::unique_ptr<Runtime::OneSided> Runtime::NewOp(uint8_t kind) {
+  std::unique_ptr<OneSided> op;
+  if (spare_ops_.empty()) {
+    op = std::make_unique<OneSided>();
+  } else {
+    op = std::move(spare_ops_.back());
+    spare_ops_.pop_back();
+    std::vector<uint8_t> buf = std::move(op->buf);  // keeps its capacity
+    *op = OneSided();
+    op->buf = std::move(buf);
+    op->buf.clear();
+  }
+  op->kind = OneSided::Kind(kind);
+  return op;
+}
+
+void Runtime::RecycleOp(std::unique_ptr<OneSided> op) {
+  if (op && spare_ops_.size() < kSpareOps) spare_ops_.push_back(std::move(op));
+}
+
+void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) {
+  auto op = NewOp(uint8_t(OneSided::Kind::kReadPage));
   op->home = home;
-  op->page = p;
+  op->page = first;
+  op->count = count;
+  op->into_frames = into_frames;
   const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
-  const uint32_t page = uint32_t(Frame(p).size());
-  op->buf.resize(vbytes + page);
-  const auto [region, offset] = FrameAt(p);
-  nic::Sge v{op->buf.data(), vbytes}, d{op->buf.data() + vbytes, page};
-  // The mark before the reads (a peer executes one pair's requests in
-  // order): a home write the copy misses is in a notice.
-  nic::WorkRequest wrs[3] = {
-      nic::WorkRequest::Faa(home, kSharedMarks, p * sizeof(uint64_t), 1),
-      nic::WorkRequest::Read(home, kVersions, p * vbytes, {&v, 1}),  // the version first
-      nic::WorkRequest::Read(home, region, offset, {&d, 1}),
-  };
-  PostOneSided(std::move(op), std::span(wrs).subspan(mark ? 0 : 1));
+  const uint32_t page = uint32_t(Frame(first).size());
+  // The pages land where they are read from next (the seed's VMMC receives
+  // into the frame as well): one copy, not two.
+  op->buf.resize(size_t(count) * (vbytes + (into_frames ? 0 : page)));
+  uint8_t* data = into_frames ? Frame(first).data() : op->buf.data() + count * vbytes;
+  const auto [region, offset] = FrameAt(first);
+  nic::Sge v{op->buf.data(), count * vbytes}, d{data, count * page};
+  // The marks before the reads (a peer executes one pair's requests in
+  // order): a home write a copy misses is in a notice.
+  nic::WorkRequest wrs[kMaxPageRun + 2];
+  size_t n = 0;
+  for (uint32_t i = 0; i < count; ++i)
+    if (mark & (uint64_t{1} << i))
+      wrs[n++] = nic::WorkRequest::Faa(home, kSharedMarks, (first + i) * sizeof(uint64_t), 1);
+  wrs[n++] = nic::WorkRequest::Read(home, kVersions, first * vbytes, {&v, 1});  // the versions first
+  wrs[n++] = nic::WorkRequest::Read(home, region, offset, {&d, 1});
+  PostOneSided(std::move(op), std::span(wrs, n));
 }
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
@@ -260,8 +297,9 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
   for (const nic::Completion& c : done) {
     auto it = os_ops_.find(c.wr_id);
     if (it == os_ops_.end()) continue;  // an error after its op already failed
-    std::unique_ptr<OneSided> op = std::move(it->second);
-    os_ops_.erase(it);
+    auto node = os_ops_.extract(it);
+    std::unique_ptr<OneSided> op = std::move(node.mapped());
+    if (spare_nodes_.size() < kSpareOps) spare_nodes_.push_back(std::move(node));
     if (c.status != nic::WcStatus::kSuccess)
       NetworkFailed(fmt::format("{} at node {} failed: {}", nic::ToString(c.op), c.peer,
                                 nic::ToString(c.status)));
@@ -274,9 +312,16 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
     switch (op->kind) {
       case OneSided::Kind::kReadPage: {
         stats::NodeCall call(node_->stats());
-        const VectorTime version = stamp(op->buf.data());
-        Status st = node_->OnPageRead(op->home, op->page, version,
-                                      {op->buf.data() + vbytes, op->buf.size() - vbytes});
+        while (read_versions_.size() < op->count) read_versions_.emplace_back(opts_.nodes);
+        for (uint32_t i = 0; i < op->count; ++i)
+          for (NodeId n = 0; n < opts_.nodes; ++n)
+            read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
+        const std::span<const VectorTime> versions(read_versions_.data(), op->count);
+        const size_t at = size_t(op->count) * vbytes;
+        const std::span<const uint8_t> data =
+            op->into_frames ? std::span<const uint8_t>(Frame(op->page).data(), op->count * Frame(op->page).size())
+                            : std::span<const uint8_t>(op->buf.data() + at, op->buf.size() - at);
+        Status st = node_->OnPageRead(op->home, op->page, versions, data);
         if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
         break;
       }
@@ -316,6 +361,7 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         break;
       }
     }
+    RecycleOp(std::move(op));  // unless posted again
   }
 }
 

@@ -178,6 +178,8 @@ constexpr Row kTable[] = {
          return Bad(k, v, "a number of bytes in [64, 1 MiB]");
        return Status::Ok();
      }},
+    {"SVM_PAGE_RUN", "most pages a remote fault fetches at once (a page run); 1: one page a fault",
+     [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->page_run, 1, kMaxPageRun); }},
     {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",
      [](const char* k, std::string_view v, Options* o) {
        if (!ParseNumber(v, &o->notice_ring) || o->notice_ring < 64 || o->notice_ring > (64u << 20) ||

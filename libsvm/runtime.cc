@@ -298,6 +298,7 @@ Status Runtime::Connect() {
   nc.home_policy = opts_.home;
   nc.epoch = opts_.epoch;
   nc.mode = opts_.mode;
+  nc.max_run = opts_.page_run;
   // Pages of the globals join later; size the Node for the largest program
   // image we accept next to the region.
   nc.geometry.pages += kMaxGlobalsPages;

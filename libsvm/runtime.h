@@ -146,6 +146,7 @@ class Runtime final : public Host {
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override;
+  PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
@@ -153,7 +154,7 @@ class Runtime final : public Host {
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
   uint64_t& SharedMark(PageId p) override;
-  void ReadPage(NodeId home, PageId p, bool mark) override;
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
@@ -238,6 +239,8 @@ class Runtime final : public Host {
   std::pair<uint32_t, uint64_t> FrameAt(PageId p);
   // Posts wrs (every one carrying op's wr id); the op is then in flight.
   // REQUIRES: mu_ held.
+  std::unique_ptr<OneSided> NewOp(uint8_t kind);
+  void RecycleOp(std::unique_ptr<OneSided> op);
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
   void PostLockClaim(std::unique_ptr<OneSided> op);
   // Runs the completions in done. REQUIRES: mu_ held.
@@ -316,6 +319,11 @@ class Runtime final : public Host {
   std::unique_ptr<NoticeRings> rings_;  // dw and up
   nic::CompletionQueue os_cq_;
   std::map<uint64_t, std::unique_ptr<OneSided>> os_ops_;    // GUARDED_BY(mu_): by wr id
+  // Spare operations and map nodes, and scratch versions: a fault's remote
+  // read allocates nothing once the node has warmed up. GUARDED_BY(mu_).
+  std::vector<std::unique_ptr<OneSided>> spare_ops_;
+  std::vector<decltype(os_ops_)::node_type> spare_nodes_;
+  std::vector<VectorTime> read_versions_;
   std::unordered_map<LockId, nic::LockNo> lock_nos_;       // GUARDED_BY(mu_): nil
   std::atomic<bool> poll_hint_{false};  // Settle(): waiters should poll
 

@@ -54,6 +54,8 @@ struct Runtime::OneSided {
   Kind kind = Kind::kReadPage;
   NodeId home = 0;
   PageId page = 0;
+  uint32_t count = 1;  // kReadPage: pages read, from page on
+  bool into_frames = false;  // kReadPage: they land in the frames, buf has the versions
   LockId lock = 0;
   nic::LockNo no = 0;
   uint32_t probes = 0;

@@ -133,6 +133,10 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["barriers"] = s.barriers;
   j["notices_collected"] = s.notices_collected;
   j["protections"] = s.protections;
+  j["pages_fetched"] = s.pages_fetched;
+  j["pages_ahead"] = s.pages_ahead;
+  j["ahead_used"] = s.ahead_used;
+  j["ahead_unused"] = s.ahead_unused;
   j["untracked_pages"] = s.untracked_pages;
   j["tracked_pages"] = s.tracked_pages;
   j["remote_reads"] = s.remote_reads;
@@ -201,6 +205,7 @@ const char* ToString(Counter c) {
     case Counter::kAcquires: return "acquires";
     case Counter::kReleases: return "releases";
     case Counter::kBarriers: return "barriers";
+    case Counter::kRuntimeAllocs: return "runtime_allocs";
   }
   return "?";
 }
@@ -354,12 +359,13 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
 
 std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
-      "svm node {}: faults {} read / {} write, fetches {} (retries {}), twins {}, diffs {} ({} bytes, "
-      "{} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
+      "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead: {} used, {} "
+      "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
       "collected), protections {}, home pages untracked {} (tracked later {})\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, polls {}\n",
-      node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.twins, s.diffs, s.diff_bytes,
+      node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
+      s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
       s.protections, s.untracked_pages, s.tracked_pages, node, s.remote_reads, s.direct_diffs,
       s.notices_deposited, s.notices_taken,

@@ -53,8 +53,10 @@ const char* ToString(Category c);
 // The category a blocked stretch of c counts as (c itself if none).
 Category WaitOf(Category c);
 
-enum class Counter : uint8_t { kReadFaults, kWriteFaults, kAcquires, kReleases, kBarriers };
-inline constexpr size_t kCounterCount = 5;
+// kRuntimeAllocs: heap allocations the runtime made while serving the
+// thread (its faults, locks, barriers; the handler thread's messages).
+enum class Counter : uint8_t { kReadFaults, kWriteFaults, kAcquires, kReleases, kBarriers, kRuntimeAllocs };
+inline constexpr size_t kCounterCount = 6;
 const char* ToString(Counter c);
 
 enum class ThreadKind : uint8_t { kApp, kHandler };

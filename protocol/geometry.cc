@@ -44,10 +44,11 @@ std::optional<HomePolicy> ParseHomePolicy(std::string_view s) {
   return std::nullopt;
 }
 
-HomeMap::HomeMap(const Geometry& geometry, HomePolicy policy, uint32_t cyclic_block)
-    : geometry_(geometry), policy_(policy), cyclic_block_(cyclic_block) {
+HomeMap::HomeMap(const Geometry& geometry, HomePolicy policy, uint32_t cyclic_block,
+                 uint32_t manager_block)
+    : geometry_(geometry), policy_(policy), cyclic_block_(cyclic_block), manager_block_(manager_block) {
   assert(geometry_.Validate().ok());
-  assert(cyclic_block_ >= 1);
+  assert(cyclic_block_ >= 1 && manager_block_ >= 1);
 }
 
 NodeId HomeMap::StaticHome(PageId p) const {
@@ -62,7 +63,11 @@ NodeId HomeMap::StaticHome(PageId p) const {
 
 NodeId HomeMap::Manager(PageId p) const {
   assert(p < geometry_.pages);
-  return static_cast<NodeId>(p % geometry_.nodes);
+  return static_cast<NodeId>(p / manager_block_ % geometry_.nodes);
+}
+
+PageId HomeMap::ManagerBlockEnd(PageId p) const {
+  return std::min<PageId>((p / manager_block_ + 1) * manager_block_, geometry_.pages);
 }
 
 NodeId Directory::Claim(PageId p, NodeId claimant) {

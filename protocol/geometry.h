@@ -36,21 +36,27 @@ std::optional<HomePolicy> ParseHomePolicy(std::string_view s);
 
 class HomeMap {
  public:
-  // REQUIRES: geometry.Validate().ok(), cyclic_block >= 1.
-  HomeMap(const Geometry& geometry, HomePolicy policy, uint32_t cyclic_block = 1);
+  // REQUIRES: geometry.Validate().ok(), cyclic_block >= 1, manager_block >= 1.
+  HomeMap(const Geometry& geometry, HomePolicy policy, uint32_t cyclic_block = 1,
+          uint32_t manager_block = 1);
 
   HomePolicy policy() const { return policy_; }
   // The home of p for kCyclic and kBlock.
   // REQUIRES: policy() != kFirstTouch, p < pages.
   NodeId StaticHome(PageId p) const;
-  // The node keeping p's directory entry under kFirstTouch: p % nodes.
+  // The node keeping p's directory entry under kFirstTouch: blocks of
+  // manager_block pages, dealt out cyclically (one manager knows the homes
+  // of a whole page run).
   // REQUIRES: p < pages.
   NodeId Manager(PageId p) const;
+  // The end of the block of pages p's manager keeps.
+  PageId ManagerBlockEnd(PageId p) const;
 
  private:
   Geometry geometry_;
   HomePolicy policy_;
   uint32_t cyclic_block_;
+  uint32_t manager_block_;
 };
 
 // First-touch directory of a manager node: the first claim of a page wins and

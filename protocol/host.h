@@ -29,6 +29,10 @@ class Host {
   // writable, whatever the application view's protection. Page-sized.
   virtual std::span<uint8_t> Frame(PageId p) = 0;
 
+  // The end of the frames p's lies among: pages [p, FramesEnd(p)) have
+  // their frames side by side at every node, so one fetch can carry them.
+  virtual PageId FramesEnd(PageId p) = 0;
+
   // Sets the protection of pages [first, first + count) in the application's
   // view, in one step where the backend allows (a run of pages costs one
   // system call, not one per page).
@@ -67,13 +71,18 @@ class Host {
   // come back through the Node methods named below, called by the host under
   // the Node's serialisation and never from inside a Host call.
 
-  // rf: READ home's Versions(p), then its Frame(p), posted together. The
-  // version is read first, so a version that covers a demand guarantees the
-  // page holds the diffs it names. With mark, first sets home's
-  // SharedMark(p) (a fetch-and-add, completed at the home before the reads),
-  // so that the home tracks every write it makes to p from then on.
-  // Completes with Node::OnPageRead.
-  virtual void ReadPage(NodeId home, PageId p, bool mark) = 0;
+  // rf: READ home's Versions of pages [first, first + count), then their
+  // Frames, posted together (count <= kMaxPageRun, first + count <=
+  // FramesEnd(first)). The versions are read first, so a version that covers
+  // a demand guarantees the page holds the diffs it names. For each bit i set
+  // in mark, first sets home's SharedMark(first + i) (a fetch-and-add,
+  // completed at the home before the reads), so that the home tracks every
+  // write it makes to that page from then on. With into_frames (no copy of
+  // these pages here is valid), the pages may land in their Frames directly,
+  // and the data OnPageRead gets are those frames. Completes with
+  // Node::OnPageRead.
+  virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark,
+                         bool into_frames) = 0;
 
   // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then
   // home's Versions(p)[self] = interval. No completion reaches the Node.

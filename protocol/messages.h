@@ -17,18 +17,22 @@
 
 namespace svm {
 
-// Requester -> home: send me page `page` once its version covers `need`.
+// Requester -> home: send me page `page` once its version covers `need`,
+// and with it the next count - 1 pages (a page run: those go as they are,
+// the requester drops a copy too old for it).
 struct FetchRequest {
   PageId page = 0;
   VectorTime need;
+  uint32_t count = 1;
   friend bool operator==(const FetchRequest&, const FetchRequest&) = default;
 };
 
-// Home -> requester: the page's bytes and the version (flush timestamp) they
-// reflect.
+// Home -> requester: pages page, page + 1, ... (a run, possibly shorter than
+// asked), each page's version (flush timestamp) and their bytes, one page
+// after another.
 struct PageReply {
   PageId page = 0;
-  VectorTime version;
+  std::vector<VectorTime> versions;
   std::vector<uint8_t> data;
   friend bool operator==(const PageReply&, const PageReply&) = default;
 };
@@ -96,11 +100,13 @@ struct HomeClaim {
   friend bool operator==(const HomeClaim&, const HomeClaim&) = default;
 };
 
-// Manager -> node: `page`'s home is `home`. When that is the manager itself,
-// a PageReply with its copy follows (the claimant's fetch, saved a round trip).
+// Manager -> node: `page`'s home is `home`, and so is the home of the `same`
+// pages after it (for page runs). When that is the manager itself, a
+// PageReply with its copy follows (the claimant's fetch, saved a round trip).
 struct HomeReply {
   PageId page = 0;
   NodeId home = 0;
+  uint32_t same = 0;
   friend bool operator==(const HomeReply&, const HomeReply&) = default;
 };
 

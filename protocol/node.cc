@@ -26,7 +26,7 @@ const char* ToString(PlantedBug b) {
 Node::Node(const NodeConfig& config, Host* host)
     : config_(config),
       host_(host),
-      homes_(config.geometry, config.home_policy, config.cyclic_block),
+      homes_(config.geometry, config.home_policy, config.cyclic_block, config.max_run),
       log_(config.geometry.nodes),
       applied_(config.geometry.nodes),
       views_(config.threads, VectorTime(config.geometry.nodes)),

@@ -37,6 +37,13 @@
 //    message. Waiters are served in arrival order, remote ones included,
 //    except that at most kMaxLocalBypasses local waiters go before a waiting
 //    remote one, so a remote waiter is never starved by local traffic.
+//  * Page runs: a remote fault whose page follows one held here (a sweep)
+//    fetches the pages after it with the same home along, in one request
+//    and one reply (rf: one READ). They are mapped as READ copies at once,
+//    except the run's last page, which is watched: left unmapped, so its
+//    first touch (a local fault) shows the sweep reached it. The run doubles
+//    on each such fault and halves when a page fetched ahead goes unused
+//    (watched and invalidated untouched, or too old on arrival).
 //  * Barriers: threads of a node, then node -> master (node 0) -> release.
 //
 // Modes (types.h, cumulative) move work from handlers onto one-sided ops:
@@ -94,6 +101,10 @@ struct NodeConfig {
   uint32_t cyclic_block = 1;
   uint32_t epoch = 0;        // job epoch stamped on every message
   Mode mode = Mode::kBase;
+  // Pages a remote fault fetches at most (a page run, 1..kMaxPageRun): the
+  // faulting page and those after it with the same home, asked for together
+  // once faults look sequential.
+  uint32_t max_run = 1;
   PlantedBug TEST_bug = PlantedBug::kNone;
 };
 
@@ -144,9 +155,10 @@ class Node {
   // ---- Modes dw..nil: completions of one-sided operations (host.h), and
   // polling of the memory peers write without telling anyone.
 
-  // Completion of Host::ReadPage: home's version of p and its page. Like a
-  // PageReply: a copy older than what is needed by now is read again.
-  Status OnPageRead(NodeId home, PageId p, const VectorTime& version,
+  // Completion of Host::ReadPages: home's versions of the pages from
+  // `first` on and their bytes. Like a PageReply: a faulting page's copy
+  // older than what is needed by now is read again.
+  Status OnPageRead(NodeId home, PageId first, std::span<const VectorTime> versions,
                     std::span<const uint8_t> data);
   // Completion of Host::NicLock: the NIC granted l; timestamp is what its
   // last releaser stored (all zero for a fresh lock).
@@ -218,15 +230,26 @@ class Node {
   // Untracked pages other nodes marked since the last look become tracked,
   // written in the open interval (the copy may predate some writes).
   void TrackMarked();
-  void RequestPage(PageId p, Page& pg);
+  // Pages to fetch from p on: 1, or a run after a sequential fault.
+  uint32_t RunFrom(PageId p, const Page& pg);
+  NodeId KnownHome(PageId q) const;
+  void RequestPage(PageId p, Page& pg, uint32_t count = 1);
+  // A page fetched ahead went unused: smaller runs from now on.
+  void AheadUnused();
   void WakeAll(std::vector<ThreadId>* waiters);
   void Invalidate(PageId p, NodeId writer, IntervalId interval);
   Status CheckHomedHere(PageId p);
+  bool ServesAhead(PageId q);
   void ServeFetches(PageId p, Page& pg);
   Status OnFetchRequest(NodeId from, FetchRequest& m);
   Status OnPageReply(NodeId from, PageReply& m);
-  Status InstallPage(NodeId from, PageId p, const VectorTime& version,
-                     std::span<const uint8_t> data);
+  Status InstallRun(NodeId from, PageId first, std::span<const VectorTime> versions,
+                    std::span<const uint8_t> data);
+  // A page of a run: the faulting one, or one fetched ahead and mapped at
+  // once, or the last one ahead, left unmapped until touched (Page::watched).
+  enum class Ahead : uint8_t { kNo, kMapped, kWatched };
+  void InstallPage(PageId p, Page& pg, const VectorTime& version, std::span<const uint8_t> data,
+                   Ahead ahead);
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);
@@ -281,8 +304,9 @@ class Node {
   std::unordered_map<PageId, std::unique_ptr<Page>> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
   std::vector<PageId> untracked_;      // home pages only this node holds
+  uint32_t run_ = 1;                   // pages the next sequential fault fetches
   int batching_ = 0;                   // live ProtectionBatch objects
-  std::vector<std::pair<PageId, Prot>> batch_;  // protections they hold back
+  std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;

@@ -45,7 +45,7 @@ Prot Node::DesiredProtection(PageId p, const Page& pg) const {
   if (pg.state == State::kInvalid) return Prot::kNone;
   if (pg.home == config_.self) {
     if (!VersionCovers(p, pg.need)) return Prot::kNone;  // diffs still due
-  } else if (pg.stale) {
+  } else if (pg.stale || pg.watched) {
     return Prot::kNone;
   }
   return pg.state == State::kWrite ? Prot::kReadWrite : Prot::kRead;
@@ -56,7 +56,7 @@ void Node::SyncProtection(PageId p, Page& pg) {
   if (want == pg.prot) return;
   pg.prot = want;
   if (batching_ > 0) {
-    batch_.push_back({p, want});
+    batch_.push_back(p);
     return;
   }
   host_->Protect(p, 1, want);
@@ -64,22 +64,20 @@ void Node::SyncProtection(PageId p, Page& pg) {
 }
 
 // One Host::Protect per run of neighbouring pages that end with the same
-// protection; a page changed twice in the batch keeps its last change.
+// protection; a page changed twice in the batch keeps its last change (its
+// Page::prot). Sorts in place: a fault's install allocates nothing here.
 void Node::FlushProtections() {
-  std::stable_sort(batch_.begin(), batch_.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<std::pair<PageId, Prot>> last;
-  for (size_t i = 0; i < batch_.size(); ++i)
-    if (i + 1 == batch_.size() || batch_[i + 1].first != batch_[i].first) last.push_back(batch_[i]);
-  batch_.clear();
-  for (size_t i = 0; i < last.size();) {
+  std::sort(batch_.begin(), batch_.end());
+  batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+  for (size_t i = 0; i < batch_.size();) {
+    const Prot prot = pages_.at(batch_[i])->prot;
     size_t j = i + 1;
-    while (j < last.size() && last[j].first == last[j - 1].first + 1 && last[j].second == last[i].second)
-      ++j;
-    host_->Protect(last[i].first, j - i, last[i].second);
+    while (j < batch_.size() && batch_[j] == batch_[j - 1] + 1 && pages_.at(batch_[j])->prot == prot) ++j;
+    host_->Protect(batch_[i], j - i, prot);
     stats_.protections++;
     i = j;
   }
+  batch_.clear();
 }
 
 bool Node::Marked(PageId p) const {
@@ -208,9 +206,13 @@ Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
 
 Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
   if (pg.state == Page::State::kInvalid || pg.stale) {
-    if (!pg.fetching) RequestPage(p, pg);
+    if (!pg.fetching) RequestPage(p, pg, pg.stale ? 1 : RunFrom(p, pg));
     pg.waiters.push_back(t);
     return Outcome::kBlocked;
+  }
+  if (pg.watched) {
+    pg.watched = false;
+    stats_.ahead_used++;
   }
   if (a == Access::kWrite && pg.state == Page::State::kRead) {
     const size_t page_size = config_.geometry.page_size;
@@ -224,15 +226,54 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
   return Outcome::kDone;
 }
 
-void Node::RequestPage(PageId p, Page& pg) {
-  pg.fetching = true;
+// A sweep: the page before p is held here. Then the pages after p with the
+// same home that nobody here has asked for come along, up to run_ pages.
+uint32_t Node::RunFrom(PageId p, const Page& pg) {
+  if (config_.max_run <= 1 || p == 0) return 1;
+  auto before = pages_.find(p - 1);
+  if (before == pages_.end() || before->second->state == Page::State::kInvalid) return 1;
+  run_ = std::min(2 * run_, config_.max_run);
+  const PageId end = std::min<PageId>({host_->FramesEnd(p), p + run_, config_.geometry.pages});
+  uint32_t n = 1;
+  for (PageId q = p + 1; q < end && KnownHome(q) == pg.home; ++q, ++n) {
+    auto it = pages_.find(q);
+    if (it == pages_.end()) continue;
+    const Page& next = *it->second;
+    if (next.state != Page::State::kInvalid || next.fetching || next.claiming) break;
+  }
+  return n;
+}
+
+// q's home as far as this node knows without asking (kNoNode: it does not).
+NodeId Node::KnownHome(PageId q) const {
+  auto it = pages_.find(q);
+  if (it != pages_.end() && it->second->home != kNoNode) return it->second->home;
+  if (homes_.policy() != HomePolicy::kFirstTouch) return homes_.StaticHome(q);
+  return homes_.Manager(q) == config_.self ? directory_.Lookup(q) : kNoNode;
+}
+
+void Node::AheadUnused() {
+  stats_.ahead_unused++;
+  run_ = std::max(run_ / 2, 1u);
+}
+
+void Node::RequestPage(PageId p, Page& pg, uint32_t count) {
   stats_.fetches++;
+  stats_.pages_ahead += count - 1;
+  uint64_t mark = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    Page& q = i == 0 ? pg : PageEntry(p + i);
+    q.home = pg.home;
+    q.fetching = true;
+    if (!q.marked) mark |= uint64_t{1} << i;
+    q.marked = q.marked || ReadsRemotely(config_.mode);
+  }
+  pg.run = count;
   if (ReadsRemotely(config_.mode)) {
     stats_.remote_reads++;
-    host_->ReadPage(pg.home, p, !pg.marked);
-    pg.marked = true;
+    host_->ReadPages(pg.home, p, count, mark, pg.state == Page::State::kInvalid);
   } else {
-    Send(pg.home, FetchRequest{p, pg.need});
+    Send(pg.home, FetchRequest{p, pg.need, count});
   }
 }
 
@@ -248,6 +289,10 @@ void Node::Invalidate(PageId p, NodeId writer, IntervalId interval) {
     if (pg.state == Page::State::kRead) {
       pg.state = Page::State::kInvalid;
       stats_.invalidations++;
+      if (pg.watched) {
+        pg.watched = false;
+        AheadUnused();
+      }
     } else if (pg.state == Page::State::kWrite && !pg.stale) {
       pg.stale = true;
       stats_.invalidations++;
@@ -271,15 +316,33 @@ Status Node::CheckHomedHere(PageId p) {
   return Status::Ok();
 }
 
+// The pages after p that a run may take: homed here as far as this node
+// knows (a first-touch page only once claimed here).
+bool Node::ServesAhead(PageId q) {
+  auto it = pages_.find(q);
+  if (it != pages_.end()) return it->second->home == config_.self;
+  return homes_.policy() != HomePolicy::kFirstTouch && homes_.StaticHome(q) == config_.self;
+}
+
 void Node::ServeFetches(PageId p, Page& pg) {
   const VectorTime version = Version(p);
   auto ready = [&](const Page::PendingFetch& f) {
     return config_.TEST_bug == PlantedBug::kNoVersionWait || version.Covers(f.need);
   };
-  auto frame = host_->Frame(p);
+  const size_t page_size = config_.geometry.page_size;
   std::erase_if(pg.pending, [&](const Page::PendingFetch& f) {
     if (!ready(f)) return false;
-    Send(f.from, PageReply{p, version, std::vector<uint8_t>(frame.begin(), frame.end())});
+    // The pages ahead go as they are: the requester drops a copy too old.
+    const PageId end = std::min<PageId>({host_->FramesEnd(p), p + f.count, config_.geometry.pages});
+    PageReply reply{p, {version}, {}};
+    for (PageId q = p + 1; q < end && ServesAhead(q); ++q) {
+      Mark(q);
+      reply.versions.push_back(Version(q));
+    }
+    reply.data.resize(reply.versions.size() * page_size);
+    for (size_t i = 0; i < reply.versions.size(); ++i)
+      std::memcpy(reply.data.data() + i * page_size, host_->Frame(p + i).data(), page_size);
+    Send(f.from, reply);
     return true;
   });
 }
@@ -288,7 +351,7 @@ Status Node::OnFetchRequest(NodeId from, FetchRequest& m) {
   if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
   Page& pg = PageEntry(m.page);
   Mark(m.page);
-  pg.pending.push_back({from, std::move(m.need)});
+  pg.pending.push_back({from, std::move(m.need), m.count});
   ServeFetches(m.page, pg);
   return Status::Ok();
 }
@@ -309,35 +372,68 @@ Status Node::OnDiff(NodeId from, DiffMessage& m) {
 }
 
 Status Node::OnPageReply(NodeId from, PageReply& m) {
-  return InstallPage(from, m.page, m.version, m.data);
+  return InstallRun(from, m.page, m.versions, m.data);
 }
 
-Status Node::OnPageRead(NodeId home, PageId p, const VectorTime& version,
+Status Node::OnPageRead(NodeId home, PageId first, std::span<const VectorTime> versions,
                         std::span<const uint8_t> data) {
   if (!ReadsRemotely(config_.mode))
     return Status::InvalidArgument("remote read completion in a mode without remote reads");
-  if (version.size() != nodes()) return Status::Malformed("remote read of the wrong version size");
-  return InstallPage(home, p, version, data);
+  for (const VectorTime& v : versions)
+    if (v.size() != nodes()) return Status::Malformed("remote read of the wrong version size");
+  return InstallRun(home, first, versions, data);
 }
 
-// The home's copy arrived (a PageReply, or rf: a remote read). A copy older
-// than what notices applied since the request demand is fetched again; a
-// dirty copy takes only the bytes others changed, through its twin (safe
-// fetch), so local writes survive.
-Status Node::InstallPage(NodeId from, PageId p, const VectorTime& version,
-                         std::span<const uint8_t> data) {
-  auto it = pages_.find(p);
+// The home's copies arrived (a PageReply, or rf: a remote read), possibly
+// fewer than the run asked for: those missing count as too old.
+Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> versions,
+                        std::span<const uint8_t> data) {
+  auto it = pages_.find(first);
   if (it == pages_.end() || !it->second->fetching || it->second->home != from)
     return Status::InvalidArgument("page reply nobody asked for");
   Page& pg = *it->second;
   const size_t page_size = config_.geometry.page_size;
-  if (data.size() != page_size) return Status::Malformed("page reply of the wrong size");
-  pg.fetching = false;
-  if (!version.Covers(pg.need) && config_.TEST_bug != PlantedBug::kNoVersionWait) {
-    stats_.fetch_retries++;
-    RequestPage(p, pg);
-    return Status::Ok();
+  if (versions.empty() || versions.size() > pg.run)
+    return Status::Malformed("page reply of the wrong page count");
+  if (data.size() != versions.size() * page_size) return Status::Malformed("page reply of the wrong size");
+  for (const VectorTime& v : versions)
+    if (v.size() != nodes()) return Status::Malformed("page reply of the wrong version size");
+  ProtectionBatch batch(this);
+  const uint32_t run = pg.run;
+  for (uint32_t i = 0; i < run; ++i) {
+    Page& q = i == 0 ? pg : *pages_.at(first + i);
+    // The last page ahead is watched: whether the sweep reaches it says
+    // whether the run was worth it.
+    const Ahead ahead = i == 0 ? Ahead::kNo : i + 1 == run ? Ahead::kWatched : Ahead::kMapped;
+    if (i < versions.size()) {
+      InstallPage(first + i, q, versions[i], data.subspan(i * page_size, page_size), ahead);
+    } else {
+      InstallPage(first + i, q, VectorTime(), {}, ahead);
+    }
   }
+  return Status::Ok();
+}
+
+// A copy older than what notices applied since the request demand is fetched
+// again (dropped, if fetched ahead and nobody waits for it); a dirty copy
+// takes only the bytes others changed, through its twin (safe fetch), so
+// local writes survive.
+void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
+                       std::span<const uint8_t> data, Ahead ahead) {
+  pg.fetching = false;
+  const bool usable = !data.empty() && (version.Covers(pg.need) ||
+                                        config_.TEST_bug == PlantedBug::kNoVersionWait);
+  if (!usable) {
+    if (ahead != Ahead::kNo && pg.waiters.empty()) {
+      AheadUnused();
+    } else {
+      stats_.fetch_retries++;
+      RequestPage(p, pg);
+    }
+    return;
+  }
+  stats_.pages_fetched++;
+  const size_t page_size = config_.geometry.page_size;
   std::span<uint8_t> frame = host_->Frame(p);
   if (pg.state == Page::State::kWrite && config_.TEST_bug != PlantedBug::kUnsafeFetch) {
     std::vector<diff::Run> runs;
@@ -348,13 +444,17 @@ Status Node::InstallPage(NodeId from, PageId p, const VectorTime& version,
     }
     stats_.safe_fetches++;
   } else {
-    std::memcpy(frame.data(), data.data(), page_size);
+    if (data.data() != frame.data()) std::memcpy(frame.data(), data.data(), page_size);  // else landed there
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
   }
   pg.stale = false;
+  if (ahead != Ahead::kNo && !pg.waiters.empty()) {
+    stats_.ahead_used++;
+  } else if (ahead == Ahead::kWatched) {
+    pg.watched = true;
+  }
   SyncProtection(p, pg);
   WakeAll(&pg.waiters);
-  return Status::Ok();
 }
 
 Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
@@ -362,7 +462,11 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
   if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
   const NodeId home = directory_.Claim(m.page, from);
-  Send(from, HomeReply{m.page, home});
+  // The claimed pages after it with the same home, for the claimant's runs.
+  uint32_t same = 0;
+  const PageId end = std::min<PageId>(homes_.ManagerBlockEnd(m.page), m.page + config_.max_run);
+  for (PageId q = m.page + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
+  Send(from, HomeReply{m.page, home, same});
   if (home == config_.self && !ReadsRemotely(config_.mode)) {
     // The claimant faulted on a page homed here and would fetch it next:
     // our copy follows the reply at once (a fetch that asks for no version;
@@ -385,11 +489,18 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
   if (m.home >= nodes()) return Status::Malformed("home reply names an unknown node");
   if (pg.home != kNoNode && pg.home != m.home)
     return Status::InvalidArgument("home reply contradicts the page's known home");
+  if (m.page + m.same >= config_.geometry.pages || m.page + m.same >= homes_.ManagerBlockEnd(m.page))
+    return Status::Malformed("home reply names pages the manager does not keep");
   pg.claiming = false;
   pg.home = m.home;
+  for (PageId q = m.page + 1; q <= m.page + m.same; ++q) {
+    Page& next = PageEntry(q);
+    if (next.home == kNoNode && !next.claiming) next.home = m.home;
+  }
   if (m.home == from && !ReadsRemotely(config_.mode)) {
     // The manager is the home: its copy follows this reply (OnHomeClaim).
     pg.fetching = true;
+    pg.run = 1;
     stats_.fetches++;
   }
   WakeAll(&pg.waiters);

@@ -25,6 +25,8 @@ namespace svm {
 //     Node::untracked_: no other node held a copy when the home last looked
 //     (SharedMark), so its writes need no notice and it stays read-write.
 //     tracked never goes back to false.
+//  6. watched implies state == kRead away from the home, and prot ==
+//     kNone: the last page of a run fetched ahead, not touched here yet.
 struct Node::Page {
   enum class State : uint8_t { kInvalid, kRead, kWrite };
 
@@ -38,6 +40,8 @@ struct Node::Page {
   bool claiming = false;   // a HomeClaim is out
   bool tracked = false;    // at the home: writes are noted (invariant 5)
   bool marked = false;     // away from it: the home knows we hold a copy
+  bool watched = false;    // fetched ahead, not touched yet (invariant 6)
+  uint32_t run = 0;        // pages the fetch out from here asked for
   VectorTime need;         // version a copy must have (from applied notices)
   std::unique_ptr<uint8_t[]> twin;
   std::vector<ThreadId> waiters;  // local threads blocked on this page
@@ -45,6 +49,7 @@ struct Node::Page {
   struct PendingFetch {
     NodeId from;
     VectorTime need;
+    uint32_t count = 1;  // the page run asked for
   };
   std::vector<PendingFetch> pending;  // at the home: fetches awaiting diffs
 };

@@ -19,6 +19,10 @@ struct NodeStats {
   uint64_t read_faults = 0;
   uint64_t write_faults = 0;
   uint64_t fetches = 0;         // page requests sent (rf: remote reads included)
+  uint64_t pages_fetched = 0;   // pages that arrived (a run counts each)
+  uint64_t pages_ahead = 0;     // ... of which fetched ahead of a fault
+  uint64_t ahead_used = 0;      // pages fetched ahead and touched here
+  uint64_t ahead_unused = 0;    // ... and dropped untouched
   uint64_t fetch_retries = 0;   // replies too old for what was needed by then
   uint64_t safe_fetches = 0;    // fetches merged into a dirty page via its twin
   uint64_t twins = 0;

@@ -19,6 +19,10 @@ inline constexpr LockId PinnedLock(NodeId home, uint64_t key) {
 inline constexpr bool IsPinnedLock(LockId l) { return (l & kPinnedLockBit) != 0; }
 inline constexpr NodeId PinnedLockHome(LockId l) { return NodeId((l >> 48) & 0x7fff); }
 
+// Most pages one fetch asks for (a page run: the faulting page and those
+// after it with the same home, NodeConfig::max_run).
+inline constexpr uint32_t kMaxPageRun = 64;
+
 // What an access wants from a page.
 enum class Access : uint8_t { kRead, kWrite };
 

@@ -42,11 +42,13 @@ void PutNotices(Writer& w, const std::vector<WriteNotice>& notices) {
 void PutBody(Writer& w, const FetchRequest& m) {
   w.PutU64(m.page);
   PutVector(w, m.need);
+  w.PutU32(m.count);
 }
 
 void PutBody(Writer& w, const PageReply& m) {
   w.PutU64(m.page);
-  PutVector(w, m.version);
+  w.PutU32(static_cast<uint32_t>(m.versions.size()));
+  for (const VectorTime& v : m.versions) PutVector(w, v);
   w.PutLengthPrefixed(m.data);
 }
 
@@ -90,6 +92,7 @@ void PutBody(Writer& w, const HomeClaim& m) { w.PutU64(m.page); }
 void PutBody(Writer& w, const HomeReply& m) {
   w.PutU64(m.page);
   w.PutU32(m.home);
+  w.PutU32(m.same);
 }
 
 void PutBody(Writer& w, const SpawnRequest& m) {
@@ -164,6 +167,29 @@ class BodyReader {
     if (ok()) *v = VectorTime(std::move(entries));
   }
 
+  // A u32 below limit.
+  void Below(uint32_t* v, uint32_t limit, const char* field) {
+    U32(v, field);
+    if (ok() && *v >= limit) Fail(field, "out of range");
+  }
+
+  // A u32 in [1, max].
+  void Count(uint32_t* v, uint32_t max, const char* field) {
+    U32(v, field);
+    if (ok() && (*v == 0 || *v > max)) Fail(field, "count out of range");
+  }
+
+  // u32 count in [1, max], then count vectors.
+  void Vectors(std::vector<VectorTime>* v, uint32_t max, const char* field) {
+    uint32_t count = 0;
+    Count(&count, max, field);
+    if (!ok()) return;
+    if (!r_.CanHold(count, kEntryBytes * (size_t(nodes_) + 1))) return Fail(field, "count exceeds body");
+    std::vector<VectorTime> vectors(count);
+    for (VectorTime& x : vectors) Vector(&x, field);
+    if (ok()) *v = std::move(vectors);
+  }
+
   // u32 length, then that many bytes.
   void Bytes(std::vector<uint8_t>* v, const char* field) {
     std::span<const uint8_t> b;
@@ -226,11 +252,12 @@ class BodyReader {
 void ReadBody(BodyReader& r, FetchRequest* m) {
   r.U64(&m->page, "page");
   r.Vector(&m->need, "need");
+  r.Count(&m->count, kMaxPageRun, "count");
 }
 
 void ReadBody(BodyReader& r, PageReply* m) {
   r.U64(&m->page, "page");
-  r.Vector(&m->version, "version");
+  r.Vectors(&m->versions, kMaxPageRun, "versions");
   r.Bytes(&m->data, "data");
 }
 
@@ -274,6 +301,7 @@ void ReadBody(BodyReader& r, HomeClaim* m) { r.U64(&m->page, "page"); }
 void ReadBody(BodyReader& r, HomeReply* m) {
   r.U64(&m->page, "page");
   r.Node(&m->home, "home");
+  r.Below(&m->same, kMaxPageRun, "same");
 }
 
 void ReadBody(BodyReader& r, SpawnRequest* m) {

@@ -18,7 +18,8 @@
 namespace svm::wire {
 
 inline constexpr uint32_t kMagic = 0x314d5653;  // "SVM1" read as little-endian bytes
-inline constexpr uint16_t kVersion = 2;  // 2: BarrierArrive lost `global`
+inline constexpr uint16_t kVersion = 3;  // 3: page runs (FetchRequest.count,
+                                         // PageReply.versions, HomeReply.same)
 inline constexpr size_t kHeaderBytes = 16;
 // Bound on any body; larger lengths are rejected before allocation.
 inline constexpr uint32_t kMaxBodyBytes = 64u << 20;

@@ -2,7 +2,11 @@
  * main (node 0) writes K pages, so node 0 is their home; a thread placed on
  * node 1 (svmrun -n 2, block placement) then reads one byte of each, and
  * every first read is a fault that fetches the page. Prints microseconds
- * per fault. Run natively it measures first-touch faults of fresh memory. */
+ * per fault. With ROUNDS > 0, main then rewrites every page ROUNDS times and
+ * the reader re-reads them after each (a barrier between), which costs a
+ * fault per page invalidated by main's write notices: prints microseconds
+ * per re-read page too. Run natively it measures first-touch faults of
+ * fresh memory (and re-reads of cached pages). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +14,10 @@
 
 enum { kPage = 4096 };
 static int pages = 2000;
+static int rounds = 0;
 static volatile char* buf;
-static double per_fault_us;
+static double per_fault_us, per_reread_us;
+static pthread_barrier_t barrier;
 
 static double now_us(void) {
   struct timespec ts;
@@ -19,30 +25,56 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static void* reader(void* arg) {
-  (void)arg;
+static long sweep(void) {
   long sum = 0;
-  double t0 = now_us();
   for (int i = 0; i < pages; i++) sum += buf[(size_t)i * kPage];
+  return sum;
+}
+
+static void* reader(void* arg) {
+  long* sums = arg;
+  double t0 = now_us();
+  sums[0] = sweep();
   per_fault_us = (now_us() - t0) / pages;
-  return (void*)sum;
+  double reread = 0;
+  for (int r = 1; r <= rounds; r++) {
+    pthread_barrier_wait(&barrier); /* main rewrites */
+    pthread_barrier_wait(&barrier);
+    t0 = now_us();
+    sums[r] = sweep();
+    reread += now_us() - t0;
+  }
+  if (rounds > 0) per_reread_us = reread / ((double)rounds * pages);
+  return NULL;
 }
 
 int main(int argc, char** argv) {
   if (argc > 1) pages = atoi(argv[1]);
-  if (pages < 1) {
-    fprintf(stderr, "usage: %s [pages]\n", argv[0]);
+  if (argc > 2) rounds = atoi(argv[2]);
+  if (pages < 1 || rounds < 0) {
+    fprintf(stderr, "usage: %s [pages [rounds]]\n", argv[0]);
     return 2;
   }
   buf = aligned_alloc(kPage, (size_t)pages * kPage);
+  long* sums = calloc((size_t)rounds + 1, sizeof(long));
   for (int i = 0; i < pages; i++) buf[(size_t)i * kPage] = (char)i;
+  pthread_barrier_init(&barrier, NULL, 2);
   pthread_t t;
-  void* sum;
-  pthread_create(&t, NULL, reader, NULL);
-  pthread_join(t, &sum);
-  long want = 0;
-  for (int i = 0; i < pages; i++) want += (char)i;
-  printf("remote_fault: %d pages, %.2f us per read fault%s\n", pages, per_fault_us,
-         (long)sum == want ? "" : " (WRONG DATA)");
-  return (long)sum == want ? 0 : 1;
+  pthread_create(&t, NULL, reader, sums);
+  for (int r = 1; r <= rounds; r++) {
+    pthread_barrier_wait(&barrier);
+    for (int i = 0; i < pages; i++) buf[(size_t)i * kPage] = (char)(i + r);
+    pthread_barrier_wait(&barrier);
+  }
+  pthread_join(t, NULL);
+  int ok = 1;
+  for (int r = 0; r <= rounds; r++) {
+    long want = 0;
+    for (int i = 0; i < pages; i++) want += (char)(i + r);
+    ok &= sums[r] == want;
+  }
+  printf("remote_fault: %d pages, %.2f us per read fault", pages, per_fault_us);
+  if (rounds > 0) printf(", %.2f us per re-read page", per_reread_us);
+  printf("%s\n", ok ? "" : " (WRONG DATA)");
+  return ok ? 0 : 1;
 }

@@ -177,6 +177,14 @@ TEST(HomeMapTest, ManagerIsModuloForEveryPolicy) {
   }
 }
 
+TEST(HomeMapTest, ManagersKeepBlocksOfPages) {
+  const HomeMap map(G(4096, 20, 3), HomePolicy::kFirstTouch, 1, 4);
+  for (PageId p = 0; p < 20; ++p) {
+    EXPECT_EQ(map.Manager(p), p / 4 % 3) << p;
+    EXPECT_EQ(map.ManagerBlockEnd(p), std::min<PageId>(p / 4 * 4 + 4, 20)) << p;
+  }
+}
+
 #if GTEST_HAS_DEATH_TEST && !defined(NDEBUG)
 TEST(HomeMapDeathTest, FirstTouchHasNoStaticHome) {
   const HomeMap map(G(4096, 4, 2), HomePolicy::kFirstTouch);

@@ -36,6 +36,7 @@ class MemoryHost : public Host {
     protect_calls++;
   }
   uint64_t& SharedMark(PageId p) override { return marks_[p]; }
+  PageId FramesEnd(PageId) override { return frames_end; }
   void Wake(ThreadId t) override { woken.insert(t); }
   uint32_t JobThreads() override { return job_threads; }
   std::span<IntervalId> Versions(PageId p) override {
@@ -51,6 +52,7 @@ class MemoryHost : public Host {
   std::set<ThreadId> woken;
   uint32_t job_threads = 0;  // 0: no barrier collects garbage
   int protect_calls = 0;
+  PageId frames_end = UINT64_MAX;  // one run of frames
 
  private:
   NodeId nodes_;
@@ -65,7 +67,7 @@ class TestHost : public MemoryHost {
   TestHost(Cluster* c, NodeId self, NodeId nodes) : MemoryHost(nodes), cluster_(c), self_(self) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   // The cluster runs base mode: no one-sided operation may be posted.
-  void ReadPage(NodeId, PageId, bool) override { ADD_FAILURE() << "ReadPage in base mode"; }
+  void ReadPages(NodeId, PageId, uint32_t, uint64_t, bool) override { ADD_FAILURE() << "ReadPages in base mode"; }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
     ADD_FAILURE() << "WriteDiff in base mode";
   }
@@ -83,7 +85,7 @@ class TestHost : public MemoryHost {
 
 class Cluster {
  public:
-  Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic) {
+  Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic, uint32_t max_run = 1) {
     for (NodeId i = 0; i < n; ++i) {
       hosts_.push_back(std::make_unique<TestHost>(this, i, n));
       hosts_.back()->job_threads = n * threads;
@@ -94,6 +96,7 @@ class Cluster {
       c.geometry = Geometry{kPage, 16, n};
       c.threads = threads;
       c.home_policy = policy;
+      c.max_run = max_run;
       nodes_.push_back(std::make_unique<Node>(c, hosts_[i].get()));
     }
   }
@@ -181,6 +184,57 @@ TEST(NodeTest, BarrierPublishesWritesToAnotherNode) {
   EXPECT_EQ(c.Read(1, 0, 1, 10), 42);
   EXPECT_EQ(c.node(0).stats().diffs, 1u);
   EXPECT_EQ(c.node(1).stats().diffs_applied, 1u);
+}
+
+// Page runs: a sweep over pages homed elsewhere fetches 1, then 2, then 4
+// pages a request; pages fetched ahead are mapped at once, except the last
+// of a run, which stays unmapped until touched, and its first touch costs
+// no message.
+TEST(NodeTest, SequentialFaultsFetchGrowingPageRuns) {
+  Cluster c(2, 1, HomePolicy::kBlock, 8);  // node 1 is home of pages 8..15
+  c.host(1).Frame(11)[0] = 11;
+  EXPECT_EQ(c.Read(0, 0, 8, 0), 0);
+  EXPECT_EQ(c.node(0).stats().pages_ahead, 0u);  // page 7 is not held: no sweep yet
+  EXPECT_EQ(c.Read(0, 0, 9, 0), 0);               // a sweep: 9 and 10
+  EXPECT_EQ(c.node(0).stats().pages_ahead, 1u);
+  EXPECT_EQ(c.host(0).prot(10), Prot::kNone);
+  const size_t sent = c.sent;
+  EXPECT_EQ(c.Read(0, 0, 10, 0), 0);
+  EXPECT_EQ(c.sent, sent);  // a local fault
+  EXPECT_EQ(c.host(0).prot(10), Prot::kRead);
+  EXPECT_EQ(c.node(0).stats().ahead_used, 1u);
+  EXPECT_EQ(c.Read(0, 0, 11, 0), 11);  // 11..14
+  EXPECT_EQ(c.node(0).stats().pages_ahead, 4u);
+  EXPECT_EQ(c.node(0).stats().fetches, 3u);
+  EXPECT_EQ(c.node(0).stats().pages_fetched, 7u);
+  for (PageId p : {12, 13}) EXPECT_EQ(c.host(0).prot(p), Prot::kRead) << p;
+  EXPECT_EQ(c.host(0).prot(14), Prot::kNone);  // watched
+  // The home's frames were marked: its later writes are noted and reach the
+  // reader, whose copies are dropped, the watched one counted unused.
+  EXPECT_EQ(c.host(1).SharedMark(13), 1u);
+  EXPECT_EQ(c.host(1).SharedMark(14), 1u);
+  c.Write(1, 0, 13, 0, 42);
+  c.Write(1, 0, 14, 0, 43);
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.node(0).stats().ahead_unused, 1u);
+  EXPECT_EQ(c.Read(0, 0, 13, 0), 42);
+  EXPECT_EQ(c.Read(0, 0, 14, 0), 43);
+  EXPECT_EQ(c.Read(0, 0, 12, 0), 0);
+  EXPECT_EQ(c.node(0).stats().ahead_used, 1u);
+}
+
+// A run stops at a page whose home differs, and at the end of the frames.
+TEST(NodeTest, PageRunsStopAtAnotherHomeAndAtTheFramesEnd) {
+  Cluster c(2, 1, HomePolicy::kCyclic, 8);  // pages alternate between the nodes
+  EXPECT_EQ(c.Read(0, 0, 0, 0), 0);
+  EXPECT_EQ(c.Read(0, 0, 1, 0), 0);
+  EXPECT_EQ(c.node(0).stats().pages_ahead, 0u);  // page 2 is node 0's
+  Cluster b(2, 1, HomePolicy::kBlock, 8);
+  b.host(0).frames_end = 10;
+  b.host(1).frames_end = 10;
+  EXPECT_EQ(b.Read(0, 0, 8, 0), 0);
+  EXPECT_EQ(b.Read(0, 0, 9, 0), 0);
+  EXPECT_EQ(b.node(0).stats().pages_ahead, 0u);  // page 10 lies beyond the frames' end
 }
 
 TEST(NodeTest, HomeWritesReachARemoteReaderAfterTheBarrier) {
@@ -366,7 +420,7 @@ TEST(NodeTest, MalformedMessagesAreRejected) {
   std::vector<uint8_t> junk(40, 0xab);
   EXPECT_FALSE(c.node(0).Receive(1, junk).ok());
   // A well-formed reply nobody asked for.
-  PageReply r{1, VectorTime(2), std::vector<uint8_t>(kPage)};
+  PageReply r{1, {VectorTime(2)}, std::vector<uint8_t>(kPage)};
   EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(r, 0)).ok());
   // A diff for a page this node is not home of.
   DiffMessage d{0, 1, {}};
@@ -602,9 +656,12 @@ class ModeHost : public MemoryHost {
  public:
   explicit ModeHost(NodeId nodes) : MemoryHost(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
-  void ReadPage(NodeId home, PageId p, bool mark) override {
-    reads.push_back({home, p});
-    if (mark) marked.push_back(p);
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override {
+    reads.push_back({home, first});
+    in_place.push_back(into_frames);
+    read_counts.push_back(count);
+    for (uint32_t i = 0; i < count; ++i)
+      if (mark & (uint64_t{1} << i)) marked.push_back(first + i);
   }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override { direct_diffs++; }
   void DepositNotice(const WriteNotice& n) override { deposited.push_back(n); }
@@ -619,6 +676,8 @@ class ModeHost : public MemoryHost {
 
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
   std::vector<std::pair<NodeId, PageId>> reads;
+  std::vector<uint32_t> read_counts;
+  std::vector<bool> in_place;
   std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
@@ -633,6 +692,57 @@ NodeConfig ModeConfig(Mode mode, NodeId nodes, uint32_t threads) {
   c.threads = threads;
   c.mode = mode;
   return c;
+}
+
+// rf: a page run is one ReadPages that marks every page; pages its
+// completion lacks are dropped, or read again when a thread waits for them.
+TEST(NodeModeTest, RemoteReadOfAPageRun) {
+  ModeHost h(2);
+  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 2);
+  cfg.home_policy = HomePolicy::kBlock;  // node 1 is home of pages 8..15
+  cfg.max_run = 4;
+  Node n(cfg, &h);
+  const std::vector<uint8_t> one(kPage);
+  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);
+  ASSERT_TRUE(n.OnPageRead(1, 8, std::vector<VectorTime>{VectorTime(2)}, one).ok());
+  ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.read_counts, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(h.marked, (std::vector<PageId>{8, 9, 10}));
+  ASSERT_EQ(n.Fault(1, 10, Access::kRead), Outcome::kBlocked);  // waits for the run
+  EXPECT_EQ(n.OnPageRead(1, 9, std::vector<VectorTime>(3, VectorTime(2)), std::vector<uint8_t>(3 * kPage)).code(),
+            Status::Code::kMalformed);  // more pages than asked for
+  ASSERT_TRUE(n.OnPageRead(1, 9, std::vector<VectorTime>{VectorTime(2)}, one).ok());
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 10}));  // again, for its waiter
+  EXPECT_EQ(h.read_counts.back(), 1u);
+  EXPECT_EQ(h.marked.size(), 3u);  // marked once
+  EXPECT_EQ(n.stats().fetch_retries, 1u);
+  ASSERT_TRUE(n.OnPageRead(1, 10, std::vector<VectorTime>{VectorTime(2)}, one).ok());
+  EXPECT_EQ(n.Fault(1, 10, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.prot(10), Prot::kRead);
+}
+
+// rf: an invalid page's copy may land in its frame (one copy, not two); a
+// dirty page's cannot (its safe fetch merges through the twin).
+TEST(NodeModeTest, RemoteReadLandsInTheFrameOfAnInvalidPage) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kRf, 2, 1), &h);  // page 1: homed at node 1
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.in_place, std::vector<bool>{true});
+  h.Frame(1)[7] = 42;  // the NIC wrote it there
+  ASSERT_TRUE(n.OnPageRead(1, 1, std::vector<VectorTime>{VectorTime(2)}, h.Frame(1)).ok());
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.Frame(1)[7], 42);
+  ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);  // twinned, dirty
+  h.Frame(1)[8] = 1;
+  const LockId l = PinnedLock(1, 9);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
+  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
+  h.inbox.push_back({1, 1, {1}});  // node 1 wrote page 1
+  n.Poll();
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);  // the notice makes the dirty copy stale
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.in_place.back(), false);
 }
 
 // dw: a timestamp may run ahead of the deposits, and is waited for; but not
@@ -695,7 +805,7 @@ TEST(NodeModeTest, FirstRemoteReadMarksThePage) {
   ModeHost h(2);
   Node n(ModeConfig(Mode::kRf, 2, 1), &h);
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);  // page 1: homed at node 1
-  ASSERT_TRUE(n.OnPageRead(1, 1, VectorTime(2), std::vector<uint8_t>(kPage)).ok());
+  ASSERT_TRUE(n.OnPageRead(1, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
   EXPECT_EQ(h.marked, std::vector<PageId>{1});
   const LockId l = PinnedLock(1, 9);
   ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);

@@ -36,9 +36,10 @@ std::vector<Message> Samples() {
   };
   return {
       FetchRequest{42, Vt({1, 0, 5})},
-      FetchRequest{UINT64_MAX, Vt({UINT32_MAX, 0, 0})},
-      PageReply{7, Vt({3, 2, 1}), page},
-      PageReply{0, Vt({0, 0, 0}), {}},
+      FetchRequest{UINT64_MAX, Vt({UINT32_MAX, 0, 0}), kMaxPageRun},
+      PageReply{7, {Vt({3, 2, 1})}, page},
+      PageReply{0, {Vt({0, 0, 0})}, {}},
+      PageReply{9, {Vt({3, 2, 1}), Vt({0, 0, 4})}, Bytes(2 * page.size(), 0x11)},
       DiffMessage{9, 4, {0, 0, 0, 0, 3, 0, 0, 0, 0xaa, 0xbb, 0xcc}},
       DiffMessage{UINT64_MAX, UINT32_MAX, {}},
       LockRequest{0xdeadbeef, 2, false, Vt({1, 2, 3})},
@@ -51,7 +52,7 @@ std::vector<Message> Samples() {
       BarrierRelease{0, Vt({0, 0, 0}), false, {}},
       HomeClaim{123},
       HomeClaim{UINT64_MAX},
-      HomeReply{123, 2},
+      HomeReply{123, 2, kMaxPageRun - 1},
       HomeReply{0, 0},
       SpawnRequest{0x5356000100000002, 0x401136, 0x7fffffffe000},
       SpawnReply{1, 11},
@@ -149,19 +150,20 @@ TEST(Wire, EncodeAppends) {
 TEST(Wire, GoldenHomeReply) {
   Bytes want = {
       0x53, 0x56, 0x4d, 0x31,  // magic "SVM1"
-      0x02, 0x00,              // version 2
+      0x03, 0x00,              // version 3
       0x09, 0x00,              // type home-reply
-      0x0c, 0x00, 0x00, 0x00,  // body length 12
+      0x10, 0x00, 0x00, 0x00,  // body length 16
       0x07, 0x00, 0x00, 0x00,  // epoch 7
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // page
       0x02, 0x00, 0x00, 0x00,                          // home
+      0x05, 0x00, 0x00, 0x00,                          // same
   };
-  EXPECT_EQ(Encode(HomeReply{0x0102030405060708, 2}, 7), want);
+  EXPECT_EQ(Encode(HomeReply{0x0102030405060708, 2, 5}, 7), want);
 }
 
 TEST(Wire, GoldenLockRequest) {
   Bytes want = {
-      0x53, 0x56, 0x4d, 0x31, 0x02, 0x00, 0x04, 0x00,  // magic, version, lock-request
+      0x53, 0x56, 0x4d, 0x31, 0x03, 0x00, 0x04, 0x00,  // magic, version, lock-request
       0x1d, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 29, epoch 7
       0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // lock
       0x01, 0x00, 0x00, 0x00,                          // requester
@@ -174,7 +176,7 @@ TEST(Wire, GoldenLockRequest) {
 
 TEST(Wire, GoldenLockGrantWithNotice) {
   Bytes want = {
-      0x53, 0x56, 0x4d, 0x31, 0x02, 0x00, 0x05, 0x00,  // magic, version, lock-grant
+      0x53, 0x56, 0x4d, 0x31, 0x03, 0x00, 0x05, 0x00,  // magic, version, lock-grant
       0x38, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 56, epoch 7
       0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // lock
       0x03, 0x00, 0x00, 0x00,                          // timestamp: 3 entries
@@ -348,6 +350,30 @@ TEST(Wire, OversizedVectorCountsRejected) {
   }
 }
 
+// A page run is 1..kMaxPageRun pages, asked for and answered.
+TEST(Wire, PageRunCountsBounded) {
+  auto vector = [](coding::Writer& w) {
+    w.PutU32(kNodes);
+    for (uint32_t i = 0; i < kNodes; ++i) w.PutU32(0);
+  };
+  for (uint32_t count : {0u, 1u, kMaxPageRun, kMaxPageRun + 1, UINT32_MAX}) {
+    const bool valid = count >= 1 && count <= kMaxPageRun;
+    Bytes fetch = Raw(MessageType::kFetchRequest, [&](coding::Writer& w) {
+      w.PutU64(1);
+      vector(w);
+      w.PutU32(count);
+    });
+    EXPECT_EQ(DecodeBytes(fetch).ok(), valid) << count;
+    Bytes reply = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
+      w.PutU64(1);
+      w.PutU32(count);
+      for (uint32_t i = 0; i < std::min(count, kMaxPageRun + 1); ++i) vector(w);
+      w.PutU32(0);
+    });
+    EXPECT_EQ(DecodeBytes(reply).ok(), valid) << count;
+  }
+}
+
 TEST(Wire, OversizedListCountsRejected) {
   auto vector = [](coding::Writer& w) {
     w.PutU32(kNodes);
@@ -381,6 +407,7 @@ TEST(Wire, OversizedListCountsRejected) {
     // Byte string length: one byte follows.
     Bytes data = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
       w.PutU64(1);
+      w.PutU32(1);  // one version
       vector(w);
       w.PutU32(count);
       w.PutU8(0xab);

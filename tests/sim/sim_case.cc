@@ -79,6 +79,8 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
   if (name == "seed") return ParseU64(value, &c->seed) ? Status::Ok() : bad();
   if (name == "schedule-seed") return ParseU64(value, &c->schedule_seed) ? Status::Ok() : bad();
   if (name == "cyclic-block") return ParseU32(value, &c->cyclic_block) ? Status::Ok() : bad();
+  if (name == "max-run")
+    return ParseU32(value, &c->max_run) && c->max_run >= 1 && c->max_run <= kMaxPageRun ? Status::Ok() : bad();
   if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
   if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
   if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
@@ -189,6 +191,7 @@ std::string ToFlags(const CaseConfig& c) {
     if (c.schedule_seed != d.schedule_seed)
       s += " --schedule-seed " + std::to_string(c.schedule_seed);
     if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
+    if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
     if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
     if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
     return "sim_replay " + s;
@@ -201,6 +204,7 @@ std::string ToFlags(const CaseConfig& c) {
   if (c.page_size != d.page_size) s += " --page-size " + std::to_string(c.page_size);
   if (c.cyclic_block != d.cyclic_block) s += " --cyclic-block " + std::to_string(c.cyclic_block);
   if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
+  if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
   if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
   if (c.ops != d.ops) s += " --ops " + std::to_string(c.ops);
   if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
@@ -222,6 +226,7 @@ std::string ToEnv(const CaseConfig& c) {
   if (c.planted_bug != PlantedBug::kNone)
     s += std::string(" SVM_SIM_BUG=") + BugFlag(c.planted_bug);
   if (c.ops) s += " SVM_SIM_OPS=" + std::to_string(c.ops);
+  if (c.max_run != 1) s += " SVM_SIM_MAX_RUN=" + std::to_string(c.max_run);
   if (!c.scenario.empty()) {
     s += " SVM_SIM_SCENARIO=" + c.scenario + " SVM_SIM_VARIANT=" + std::to_string(c.variant);
   }
@@ -261,6 +266,7 @@ bool ConfigFromEnv(CaseConfig* c, Status* error) {
                                           {"SVM_SIM_MODE", "mode"},
                                           {"SVM_SIM_BUG", "bug"},
                                           {"SVM_SIM_OPS", "ops"},
+                                          {"SVM_SIM_MAX_RUN", "max-run"},
                                           {"SVM_SIM_MAX_STEPS", "max-steps"},
                                           {"SVM_SIM_CYCLIC_BLOCK", "cyclic-block"},
                                           {"SVM_SIM_SCENARIO", "scenario"},
@@ -310,11 +316,15 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (25 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (29 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
   a->fetches += b.fetches;
+  a->pages_fetched += b.pages_fetched;
+  a->pages_ahead += b.pages_ahead;
+  a->ahead_used += b.ahead_used;
+  a->ahead_unused += b.ahead_unused;
   a->fetch_retries += b.fetch_retries;
   a->safe_fetches += b.safe_fetches;
   a->twins += b.twins;

@@ -92,12 +92,21 @@ bool SimHost::CheckPeer(const char* op, NodeId to, bool self_ok) {
   return false;
 }
 
-void SimHost::ReadPage(NodeId home, PageId p, bool mark) {
-  if (!CheckPeer("ReadPage", home, false)) return;
-  if (p >= pages_) return ContractError("ReadPage of page " + std::to_string(p));
+// Two runs of frames, like the runtime's heap and globals: a page run never
+// crosses the middle.
+PageId SimHost::FramesEnd(PageId p) {
+  const PageId middle = pages_ / 2;
+  return p < middle ? middle : pages_;
+}
+
+void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool) {
+  if (!CheckPeer("ReadPages", home, false)) return;
+  if (first >= pages_ || count == 0 || count > kMaxPageRun || first + count > FramesEnd(first))
+    return ContractError("ReadPages of pages " + std::to_string(first) + "+" + std::to_string(count));
   Event e;
   e.kind = EventKind::kRead;
-  e.page = p;
+  e.page = first;
+  e.count = count;
   e.slow = completing_read_;
   e.mark = mark;
   network_->Post(self_, home, std::move(e));
@@ -152,13 +161,16 @@ void SimHost::NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) {
   network_->Post(self_, home, std::move(e));
 }
 
-void SimHost::ServeRead(PageId p, bool mark, Event* done) {
-  if (mark) SharedMark(p) = 1;
+void SimHost::ServeRead(PageId first, uint32_t count, uint64_t mark, Event* done) {
+  for (uint32_t i = 0; i < count; ++i)
+    if (mark & (uint64_t{1} << i)) SharedMark(first + i) = 1;
   done->kind = EventKind::kReadDone;
-  done->page = p;
-  done->time = VectorTime(std::vector<IntervalId>(Versions(p).begin(), Versions(p).end()));
-  const std::span<uint8_t> frame = Frame(p);
-  done->bytes.assign(frame.begin(), frame.end());
+  done->page = first;
+  for (PageId p = first; p < first + count; ++p) {
+    done->times.emplace_back(std::vector<IntervalId>(Versions(p).begin(), Versions(p).end()));
+    const std::span<uint8_t> frame = Frame(p);
+    done->bytes.insert(done->bytes.end(), frame.begin(), frame.end());
+  }
 }
 
 bool SimHost::ServeWriteDiff(NodeId writer, const Event& e) {

@@ -53,7 +53,9 @@ class SimHost final : public Host {
   std::span<IntervalId> Versions(PageId p) override;
   uint32_t JobThreads() override { return listener_->LiveThreads(); }
   uint64_t& SharedMark(PageId p) override;
-  void ReadPage(NodeId home, PageId p, bool mark) override;
+  // Never into the frames: they are separate allocations here.
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
+  PageId FramesEnd(PageId p) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,
                  std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
@@ -62,9 +64,10 @@ class SimHost final : public Host {
   void NicUnlock(NodeId home, LockId l, const VectorTime& timestamp) override;
 
   // The NIC of this node serving a peer's one-sided operation.
-  // READ of p's version, then its frame, into *done (a kReadDone event);
-  // with mark, SharedMark(p) is set first.
-  void ServeRead(PageId p, bool mark, Event* done);
+  // READ of the versions of pages [first, first + count), then their
+  // frames, into *done (a kReadDone event); the marks (bit i: page first +
+  // i) are set first.
+  void ServeRead(PageId first, uint32_t count, uint64_t mark, Event* done);
   // WRITE of a direct diff from `writer`; false (and a contract error) if
   // the runs do not fit the page.
   bool ServeWriteDiff(NodeId writer, const Event& e);

@@ -53,7 +53,9 @@ struct Event {
   VectorTime time;
   WriteNotice notice;
   bool slow = false;
-  bool mark = false;  // kRead: set the home's SharedMark first
+  uint32_t count = 1;  // kRead: pages from `page` on
+  uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark(page + i) first
+  std::vector<VectorTime> times;  // kReadDone: each page's version
 };
 
 class SimNetwork {

@@ -1,7 +1,7 @@
 // The random sweep: generated data-race-free programs under random schedules,
 // over 2..16 nodes, 1..4 threads per node, 4..8 pages (of 4 KiB, one case in
 // ten of 8 KiB) and the three home policies; a quarter of the cases delay a
-// few node pairs until nothing else can run. The big sweep runs in base mode;
+// few node pairs until nothing else can run; two in three fetch page runs. The big sweep runs in base mode;
 // each NIC-offload mode (dw, rf, dd, nil) has a smaller sweep of its own over
 // the same space, on other seeds. Sharded by node count so ctest runs the
 // shards in parallel; SVM_SIM_SCALE shrinks (or grows) every shard. A failure prints the exact parameters;
@@ -40,6 +40,8 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
   c.pages = 4 + h % 5;
   c.cyclic_block = (h >> 8) % 8 == 0 ? 2 : 1;
   c.page_size = (h >> 16) % 10 == 0 ? 8192 : 4096;
+  // Two cases in three fetch page runs (of at most 2 or 4 pages).
+  c.max_run = (h >> 40) % 3 == 0 ? 1 : 2u << ((h >> 44) % 2);
   // One case in four has slow links: pairs delivered only when nothing else
   // can happen (extreme but legal latencies).
   if ((h >> 24) % 4 == 0) {
@@ -75,12 +77,13 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "%s: %" PRIu64 " cases in %.1f s: %" PRIu64 " steps, %" PRIu64 " reads checked; faults %" PRIu64
-      ", fetches %" PRIu64 " (safe %" PRIu64 "), diffs %" PRIu64 ", acquires local/remote %" PRIu64
+      ", fetches %" PRIu64 " (safe %" PRIu64 "; pages ahead %" PRIu64 ": used %" PRIu64
+      ", unused %" PRIu64 "), diffs %" PRIu64 ", acquires local/remote %" PRIu64
       "/%" PRIu64 ", barriers %" PRIu64 ", messages %" PRIu64 "; remote reads %" PRIu64
       ", direct diffs %" PRIu64 ", notices deposited/taken %" PRIu64 "/%" PRIu64
       ", NIC locks %" PRIu64 ", polls %" PRIu64 "\n",
       ToString(mode), cases, secs, steps, reads, sum.read_faults + sum.write_faults, sum.fetches, sum.safe_fetches,
-      sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
+      sum.pages_ahead, sum.ahead_used, sum.ahead_unused, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
       sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks,
       sum.polls);
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"

@@ -86,6 +86,7 @@ World::World(const CaseConfig& config, const Program& program)
     nc.cyclic_block = config.cyclic_block;
     nc.epoch = kEpoch;
     nc.mode = config.mode;
+    nc.max_run = config.max_run;
     nc.TEST_bug = config.planted_bug;
     nodes_.push_back(std::make_unique<Node>(nc, hosts_[n].get()));
   }
@@ -463,13 +464,13 @@ void World::DeliverOneSided(Pair p, Event& e) {
   switch (e.kind) {
     case EventKind::kRead: {
       Event done;
-      target.ServeRead(e.page, e.mark, &done);
+      target.ServeRead(e.page, e.count, e.mark, &done);
       network_.Post(p.to, p.from, std::move(done));
       break;
     }
     case EventKind::kReadDone:
       target.set_completing_read(true);
-      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.time, e.bytes);
+      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.times, e.bytes);
       target.set_completing_read(false);
       break;
     case EventKind::kWriteDiff:
