@@ -63,10 +63,12 @@ std::chrono::nanoseconds NicSpin() {
 
 const char* ModeName(WaitMode m) { return m == WaitMode::kBusyPoll ? "busy" : "adaptive"; }
 
-enum class Backend { kTcp, kShm, kOfiTcp, kOfiShm };
+// kTcpSealed: tcp with AES-GCM sealing (TcpOptions::seal, as between hosts).
+enum class Backend { kTcp, kShm, kOfiTcp, kOfiShm, kTcpSealed };
 const char* BackendName(Backend b) {
   switch (b) {
     case Backend::kTcp: return "tcp";
+    case Backend::kTcpSealed: return "tcp-sealed";
     case Backend::kShm: return "shm";
     case Backend::kOfiTcp: return "ofi-tcp";
     case Backend::kOfiShm: return "ofi-shm";
@@ -88,9 +90,10 @@ class Pair {
     for (NodeId i = 0; i < 2; ++i) {
       Check(SharedMemory::Create("nic-bench", kRegionBytes, &mem_[i]));
       std::unique_ptr<Nic> nic;
-      if (backend == Backend::kTcp) {
+      if (backend == Backend::kTcp || backend == Backend::kTcpSealed) {
         TcpOptions o;
         o.key = key;
+        o.seal = backend == Backend::kTcpSealed;
         o.self = i;
         o.num_nodes = 2;
         o.recv_policy = {mode};
@@ -276,6 +279,36 @@ void BM_ReadBatch(benchmark::State& state, Backend b, WaitMode mode) {
   state.SetBytesProcessed(int64_t(state.iterations()) * kBatch * kPage);
 }
 
+// 4 KiB READs, kStreamWindow outstanding: READ throughput (a page server's load).
+void BM_ReadStream(benchmark::State& state, Backend b, WaitMode mode) {
+  Pair& p = GetPair(b, mode);
+  CompletionQueue cq({mode});
+  std::vector<uint8_t> buf(kStreamWindow * kPage);
+  uint64_t off = 0;
+  std::vector<WorkRequest> wrs;
+  std::vector<Sge> sges(kStreamWindow);
+  std::vector<Completion> done(kStreamWindow);
+  for (auto _ : state) {
+    wrs.clear();
+    for (int i = 0; i < kStreamWindow; ++i) {
+      sges[i] = Sge{buf.data() + i * kPage, uint32_t(kPage)};
+      wrs.push_back(WorkRequest::Read(1, 0, off, {&sges[i], 1}));
+      off = (off + kPage) % kRegionBytes;
+    }
+    if (!p.nic(0).Post(&cq, wrs).ok()) state.SkipWithError("post failed");
+    for (int got = 0; got < kStreamWindow;) {
+      const size_t n = cq.Wait({done.data(), done.size()}, kTimeout);
+      if (n == 0) {
+        state.SkipWithError("READ completions missing");
+        break;
+      }
+      got += int(n);
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * kStreamWindow * kPage);
+  state.SetItemsProcessed(int64_t(state.iterations()) * kStreamWindow);
+}
+
 // ---- raw TCP 4 KiB echo: the yardstick -----------------------------------
 
 // spin: non-blocking calls in a loop that yields now and then, as the NIC's
@@ -425,7 +458,7 @@ void Register() {
     reg("tcp_echo_4k", [m](benchmark::State& s) { BM_TcpEcho(s, m); });
     reg("memcpy_4k", [](benchmark::State& s) { BM_Memcpy4k(s); });
     reg("futex_pingpong", [m](benchmark::State& s) { BM_FutexPingPong(s, m); });
-    std::vector<Backend> backends = {Backend::kTcp, Backend::kShm};
+    std::vector<Backend> backends = {Backend::kTcp, Backend::kTcpSealed, Backend::kShm};
 #ifdef SVM_HAVE_OFI
     for (Backend b : {Backend::kOfiTcp, Backend::kOfiShm})
       if (ProbeOfi(OfiProvider(b)).ok()) backends.push_back(b);
@@ -438,6 +471,7 @@ void Register() {
       reg(n + "/nic_cas", [b, m](benchmark::State& s) { BM_OneSided(s, b, m, Opcode::kCas); });
       reg(n + "/nic_write_stream_64k", [b, m](benchmark::State& s) { BM_WriteStream(s, b, m); });
       reg(n + "/nic_read_16x4k", [b, m](benchmark::State& s) { BM_ReadBatch(s, b, m); });
+      reg(n + "/nic_read_stream_4k", [b, m](benchmark::State& s) { BM_ReadStream(s, b, m); });
     }
   }
 }

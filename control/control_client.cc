@@ -48,6 +48,7 @@ Status ControlConfig::FromEnv(ControlConfig* out) {
       return Status::InvalidArgument(std::string("SVM_LIVENESS_TIMEOUT='") + lt + "' is not a number of seconds");
     c.liveness_ms = int64_t(secs * 1000);
   }
+  if (const char* seal = std::getenv("SVM_SEAL"); seal != nullptr) c.seal = std::string_view(seal) == "1";
   uint32_t key_fd = UINT32_MAX;
   if (s = EnvU32("SVM_KEY_FD", false, &key_fd); !s.ok()) return s;
   if (key_fd != UINT32_MAX) {
@@ -79,19 +80,26 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
   UniqueFd fd;
   Status s = Connect(cfg.control_host, cfg.control_port, NowMs() + cfg.connect_timeout_ms, &fd);
   if (!s.ok()) return s;
-  if (s = Authenticate(fd.get(), cfg.key, AuthRole::kClient, NowMs() + cfg.connect_timeout_ms); !s.ok())
+  AuthResult auth;
+  if (s = Authenticate(fd.get(), cfg.key, AuthRole::kClient, NowMs() + cfg.connect_timeout_ms, cfg.seal, &auth);
+      !s.ok())
     return s.code() == Status::Code::kAuthFailed
                ? Status::AuthFailed("control " + where + ": " + s.message())
                : s;
+  if (auth.sealed) {
+    if (s = Seal::Make(auth.session, AuthRole::kClient, &seal_); !s.ok()) return s;
+  }
+  Sealer* out = seal_ ? &seal_->out : nullptr;
+  Opener* in = seal_ ? &seal_->in : nullptr;
   HelloMsg hello{cfg.node_id, std::move(my_nic_address)};
-  if (s = SendFrame(fd.get(), MsgType::kHello, cfg.epoch, Encode(hello)); !s.ok()) return s;
+  if (s = SendFrame(fd.get(), MsgType::kHello, cfg.epoch, Encode(hello), out); !s.ok()) return s;
   int64_t deadline = cfg.rendezvous_timeout_ms > 0 ? NowMs() + cfg.rendezvous_timeout_ms : kNoDeadline;
   Frame f;
   bool pinged = false;
   for (;;) {
     const int64_t silence =
         cfg.liveness_ms > 0 ? NowMs() + cfg.liveness_ms + (pinged ? 0 : kFirstPingGraceMs) : kNoDeadline;
-    if (s = RecvFrame(fd.get(), std::min(deadline, silence), &f); !s.ok()) {
+    if (s = RecvFrame(fd.get(), std::min(deadline, silence), &f, in); !s.ok()) {
       if (s.code() == Status::Code::kTimeout && silence < deadline)
         return Status::Timeout("no word from svmrun during rendezvous (stopped or cut off?)");
       return s;
@@ -99,7 +107,7 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
     if (f.epoch != cfg.epoch) return Status::Malformed("control: frame from another job (epoch)");
     if (f.type == MsgType::kTerminate) return Status::Closed("svmrun ended the job during rendezvous");
     if (f.type == MsgType::kPing) {
-      if (s = SendFrame(fd.get(), MsgType::kPong, cfg.epoch, ""); !s.ok()) return s;
+      if (s = SendFrame(fd.get(), MsgType::kPong, cfg.epoch, "", out); !s.ok()) return s;
       pinged = true;
       continue;
     }
@@ -122,13 +130,14 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
 
 Status ControlClient::Send(MsgType t, std::string_view body) {
   std::lock_guard<std::mutex> l(send_mu_);
-  return SendFrame(fd_.get(), t, cfg_.epoch, body);
+  return SendFrame(fd_.get(), t, cfg_.epoch, body, seal_ ? &seal_->out : nullptr);
 }
 
 void ControlClient::ReaderLoop() {
   for (;;) {
     Frame f;
-    Status s = RecvFrame(fd_.get(), cfg_.liveness_ms > 0 ? NowMs() + cfg_.liveness_ms : kNoDeadline, &f);
+    Status s = RecvFrame(fd_.get(), cfg_.liveness_ms > 0 ? NowMs() + cfg_.liveness_ms : kNoDeadline, &f,
+                         seal_ ? &seal_->in : nullptr);
     if (!s.ok() && s.code() == Status::Code::kTimeout && !stopping_) {
       std::string line = "svm: node " + std::to_string(cfg_.node_id) + ": no word from svmrun for " +
                          std::to_string(cfg_.liveness_ms) + " ms (stopped or cut off?); leaving the job\n";

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -54,9 +55,12 @@ struct ControlConfig {
   // says so on stderr and _exits kLostSvmrunStatus (Rendezvous returns
   // kTimeout). 0: never.
   int64_t liveness_ms = 0;
+  // Ask for the connection to be sealed (util/seal.h; SVM_SEAL=1): svmrun
+  // sets it for jobs whose hosts talk over a network. svmrun may ask too.
+  bool seal = false;
 
   // Reads SVM_NODE_ID, SVM_NODES, SVM_CONTROL, SVM_JOB_EPOCH,
-  // SVM_LIVENESS_TIMEOUT (seconds, as svmrun's flag) and the key from
+  // SVM_LIVENESS_TIMEOUT (seconds, as svmrun's flag), SVM_SEAL and the key from
   // SVM_KEY_FD (an inherited descriptor; read and closed) or SVM_KEY_FILE (a
   // 0600 file). Call once per process: the key descriptor is consumed.
   static Status FromEnv(ControlConfig* out);
@@ -94,6 +98,7 @@ class ControlClient {
 
   ControlConfig cfg_;
   UniqueFd fd_;
+  std::unique_ptr<Seal> seal_;  // set when the connection is sealed
   std::mutex send_mu_;  // the reader (PONG) and ReportExit both send
   UniqueFd event_fd_;
   std::thread reader_;

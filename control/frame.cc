@@ -35,6 +35,7 @@ const char* ToString(ExitKind k) {
     case ExitKind::kExited: return "exited";
     case ExitKind::kSignaled: return "signaled";
     case ExitKind::kStartFailed: return "start-failed";
+    case ExitKind::kUnresponsive: return "unresponsive";
   }
   return "?";
 }
@@ -130,7 +131,32 @@ Status FrameBodyLength(std::string_view header, uint32_t* len) {
   return ParseHeader(header, &type, len, &epoch);
 }
 
+void FrameReader::Append(const char* p, size_t n) {
+  if (opener_ == nullptr) {
+    buf_.append(p, n);
+    return;
+  }
+  sealed_.append(p, n);
+  size_t pos = 0;
+  while (error_.ok() && sealed_.size() - pos >= kSealHeader) {
+    const auto* rec = reinterpret_cast<const uint8_t*>(sealed_.data() + pos);
+    size_t size = 0;
+    error_ = Opener::RecordSize(rec, kMaxSealedFrame, &size);
+    if (!error_.ok() || sealed_.size() - pos < size) break;
+    const size_t at = buf_.size();
+    buf_.resize(at + size - kSealOverhead);
+    error_ = opener_->Open(rec, size, reinterpret_cast<uint8_t*>(buf_.data() + at));
+    if (!error_.ok()) buf_.resize(at);
+    pos += size;
+  }
+  sealed_.erase(0, pos);
+}
+
 bool FrameReader::Next(Frame* f, Status* err) {
+  if (!error_.ok() && buf_.size() < kFrameHeader) {
+    *err = error_;
+    return false;
+  }
   if (buf_.size() < kFrameHeader) return false;
   uint32_t len = 0, epoch = 0;
   MsgType type;
@@ -147,12 +173,31 @@ bool FrameReader::Next(Frame* f, Status* err) {
   return true;
 }
 
-Status SendFrame(int fd, MsgType type, uint32_t epoch, std::string_view body) {
+Status SendFrame(int fd, MsgType type, uint32_t epoch, std::string_view body, Sealer* seal) {
   std::string bytes = EncodeFrame(type, epoch, body);
-  return WriteAll(fd, bytes.data(), bytes.size());
+  if (seal == nullptr) return WriteAll(fd, bytes.data(), bytes.size());
+  if (bytes.size() > kMaxSealedFrame) return Status::InvalidArgument("frame too long to seal");
+  std::string sealed;
+  seal->Append(bytes.data(), bytes.size(), &sealed);
+  return WriteAll(fd, sealed.data(), sealed.size());
 }
 
-Status RecvFrame(int fd, int64_t deadline_ms, Frame* f) {
+Status RecvFrame(int fd, int64_t deadline_ms, Frame* f, Opener* open) {
+  if (open != nullptr) {
+    std::string rec(kSealHeader, '\0');
+    Status s = ReadFull(fd, rec.data(), kSealHeader, deadline_ms);
+    if (!s.ok()) return s;
+    size_t size = 0;
+    if (s = Opener::RecordSize(reinterpret_cast<const uint8_t*>(rec.data()), kMaxSealedFrame, &size); !s.ok())
+      return s;
+    rec.resize(size);
+    if (s = ReadFull(fd, rec.data() + kSealHeader, size - kSealHeader, deadline_ms); !s.ok()) return s;
+    FrameReader r;
+    r.set_opener(open);
+    r.Append(rec.data(), rec.size());
+    if (r.Next(f, &s)) return Status::Ok();
+    return s.ok() ? Status::Malformed("a sealed record that is not one whole frame") : s;
+  }
   char h[kFrameHeader];
   Status s = ReadFull(fd, h, sizeof(h), deadline_ms);
   if (!s.ok()) return s;
@@ -238,7 +283,7 @@ Status Decode(std::string_view body, NodeExitMsg* m) {
   m->message = d.Str();
   Status s = d.Done(MsgType::kNodeExit);
   if (!s.ok()) return s;
-  if (k > uint8_t(ExitKind::kStartFailed)) return Status::Malformed("NODE_EXIT: bad kind");
+  if (k > uint8_t(ExitKind::kUnresponsive)) return Status::Malformed("NODE_EXIT: bad kind");
   m->kind = ExitKind(k);
   return Status::Ok();
 }

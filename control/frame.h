@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "util/auth.h"
+#include "util/seal.h"
 #include "util/status.h"
 
 namespace svm::svmd {
@@ -96,25 +97,38 @@ class Decoder {
 
 std::string EncodeFrame(MsgType type, uint32_t epoch, std::string_view body);
 
-// Accumulates bytes from a stream and splits them into frames.
+// Accumulates bytes from a stream and splits them into frames. On a sealed
+// connection (set_opener) the bytes are records (util/seal.h), one frame
+// each, opened as they complete.
 class FrameReader {
  public:
-  void Append(const char* p, size_t n) { buf_.append(p, n); }
+  // The connection's receiving direction; it must outlive the reader.
+  void set_opener(Opener* opener) { opener_ = opener; }
+  void Append(const char* p, size_t n);
   // true and *f when a whole frame is buffered; false when more bytes are
-  // needed; a malformed header sets *err (the connection must be dropped).
+  // needed; a malformed header or a record that does not authenticate sets
+  // *err (the connection must be dropped).
   bool Next(Frame* f, Status* err);
 
  private:
+  Opener* opener_ = nullptr;
+  std::string sealed_;  // records not yet whole
   std::string buf_;
+  Status error_;
 };
 
 // The body length a frame header announces, once the header is checked
 // (magic, version, type, length <= kMaxBody). header: kFrameHeader bytes.
 Status FrameBodyLength(std::string_view header, uint32_t* len);
 
-Status SendFrame(int fd, MsgType type, uint32_t epoch, std::string_view body);
+// On a sealed connection, `seal` is its sending direction (the frame goes as
+// one record) or `open` its receiving one.
+Status SendFrame(int fd, MsgType type, uint32_t epoch, std::string_view body, Sealer* seal = nullptr);
 // Blocking read of one frame (deadline as in net.h).
-Status RecvFrame(int fd, int64_t deadline_ms, Frame* f);
+Status RecvFrame(int fd, int64_t deadline_ms, Frame* f, Opener* open = nullptr);
+// The largest record a sealed control connection carries.
+inline constexpr size_t kMaxSealedFrame = kFrameHeader + kMaxBody;
+static_assert(kMaxSealedFrame <= kMaxSealedPlain);
 
 // ---- message bodies -------------------------------------------------------
 
@@ -138,7 +152,9 @@ struct AgentHelloMsg {
   uint32_t index = 0;    // which of the hosts svmrun started (ssh: argv; srun: SLURM_NODEID)
   std::string hostname;  // gethostname(), for messages
 };
-enum class ExitKind : uint8_t { kExited = 0, kSignaled = 1, kStartFailed = 2 };
+// kUnresponsive: svmd killed the node, which could not answer (stopped,
+// traced or stuck in the kernel) for the liveness timeout; `message` says how.
+enum class ExitKind : uint8_t { kExited = 0, kSignaled = 1, kStartFailed = 2, kUnresponsive = 3 };
 const char* ToString(ExitKind k);
 struct NodeExitMsg {
   uint32_t node = 0;

@@ -32,6 +32,45 @@ constexpr size_t kNoticeHeader = 12;  // node, interval, page count
 
 }  // namespace
 
+bool ReadNoticeRecords(const uint8_t* ring, uint64_t ring_bytes, uint64_t* head, uint64_t tail,
+                       std::vector<uint8_t>* partial, const std::function<void(std::vector<uint8_t>&)>& on_notice,
+                       std::string* error) {
+  constexpr uint64_t kHeader = NoticeRings::kRecordHeader;
+  if (tail - *head > ring_bytes) {
+    *error = fmt::format("{} bytes outstanding in a ring of {}", tail - *head, ring_bytes);
+    return false;
+  }
+  while (*head != tail) {
+    const uint64_t at = *head % ring_bytes;
+    if (tail - *head < kHeader || at + kHeader > ring_bytes) {
+      *error = "a record header cut by the tail or the ring's end";
+      return false;
+    }
+    const uint32_t length = DecodeFixed<uint32_t>(ring + at);
+    const uint32_t flags = DecodeFixed<uint32_t>(ring + at + 4);
+    const uint64_t size = kHeader + Pad8(length);
+    if (length > ring_bytes - kHeader || size > tail - *head) {
+      *error = fmt::format("a record of {} bytes with {} outstanding", length, tail - *head);
+      return false;
+    }
+    if (partial->size() + length > kMaxNoticeBytes) {
+      *error = fmt::format("a notice longer than {} bytes", kMaxNoticeBytes);
+      return false;
+    }
+    // The payload may wrap around the ring's end.
+    const uint64_t from = (at + kHeader) % ring_bytes;
+    const uint64_t first = std::min<uint64_t>(length, ring_bytes - from);
+    partial->insert(partial->end(), ring + from, ring + from + first);
+    partial->insert(partial->end(), ring, ring + (length - first));
+    *head += size;
+    if (flags & NoticeRings::kLastFragment) {
+      on_notice(*partial);
+      partial->clear();
+    }
+  }
+  return true;
+}
+
 std::vector<uint8_t> EncodeNotice(const WriteNotice& n) {
   std::vector<uint8_t> out(kNoticeHeader + 8 * n.pages.size());
   EncodeFixed<uint32_t>(out.data(), n.node);
@@ -193,28 +232,24 @@ bool NoticeRings::DrainLocked() {
     if (w == opt_.self) continue;
     const uint64_t tail = std::atomic_ref<uint64_t>(Tail(w)).load(std::memory_order_acquire);
     if (tail == head_[w]) continue;
-    const uint8_t* r = Ring(w);
-    while (head_[w] < tail) {
-      const uint64_t at = head_[w] % ring;
-      const uint32_t length = DecodeFixed<uint32_t>(r + at);
-      const uint32_t flags = DecodeFixed<uint32_t>(r + at + 4);
-      const uint64_t size = kRecordHeader + Pad8(length);
-      // Bytes of the payload, which may wrap around the ring's end.
-      std::vector<uint8_t>& p = partial_[w];
-      const uint64_t from = (at + kRecordHeader) % ring;
-      const uint64_t first = std::min<uint64_t>(length, ring - from);
-      p.insert(p.end(), r + from, r + from + first);
-      p.insert(p.end(), r, r + (length - first));
-      head_[w] += size;
-      if (flags & kLastFragment) {
-        WriteNotice n;
-        if (Status st = DecodeNotice(p, opt_.nodes, &n); st.ok()) {
-          ready_.push_back(std::move(n));
-          has_ready_.store(true, std::memory_order_relaxed);
-        }
-        else spdlog::error("notice deposited by node {} dropped: {}", w, st.ToString());
-        p.clear();
-      }
+    std::string error;
+    const bool ok = ReadNoticeRecords(
+        Ring(w), ring, &head_[w], tail, &partial_[w],
+        [&](std::vector<uint8_t>& p) {
+          WriteNotice n;
+          if (Status st = DecodeNotice(p, opt_.nodes, &n); st.ok()) {
+            ready_.push_back(std::move(n));
+            has_ready_.store(true, std::memory_order_relaxed);
+          } else {
+            spdlog::error("notice deposited by node {} dropped: {}", w, st.ToString());
+          }
+        },
+        &error);
+    if (!ok) {
+      // A writer that breaks the format: what it wrote is skipped.
+      spdlog::error("notice ring of node {}: {}; skipping its records", w, error);
+      head_[w] = tail;
+      partial_[w].clear();
     }
     took = true;
     drained_[w].store(head_[w], std::memory_order_relaxed);

@@ -25,9 +25,11 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "nic_ext/transport.h"
@@ -120,6 +122,18 @@ class NoticeRings {
   std::atomic<bool> has_ready_{false};          // !ready_.empty()
   nic::CompletionQueue in_cq_;                  // errors of the head write-backs
 };
+
+// Reads one writer's records in its ring (ring_bytes long) from *head up to
+// tail (bytes ever written; the writer's word, not to be trusted): payload
+// bytes go to *partial, and each complete notice's bytes are handed to
+// on_notice (which may take them). False, with *error, when the records do
+// not fit what the writer claims (more than a ring of bytes outstanding, a
+// record longer than the ring or running past the tail, a notice beyond
+// kMaxNoticeBytes): the ring cannot be read on. Never reads outside the ring.
+inline constexpr uint64_t kMaxNoticeBytes = 1ull << 30;
+bool ReadNoticeRecords(const uint8_t* ring, uint64_t ring_bytes, uint64_t* head, uint64_t tail,
+                       std::vector<uint8_t>* partial, const std::function<void(std::vector<uint8_t>&)>& on_notice,
+                       std::string* error);
 
 // The encoded form of a notice (what the records carry), and back.
 std::vector<uint8_t> EncodeNotice(const WriteNotice& n);

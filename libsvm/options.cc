@@ -191,6 +191,15 @@ constexpr Row kTable[] = {
      [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->share_globals); }},
     {"SVM_VERBOSE", "print the options in effect",
      [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->verbose); }},
+    {"SVM_STALL_REPORT", "seconds of spinning without protocol progress before threads are reported (0: never)",
+     [](const char* k, std::string_view v, Options* o) {
+       const std::string text(v);
+       char* end = nullptr;
+       const double secs = std::strtod(text.c_str(), &end);
+       if (text.empty() || *end != '\0' || !(secs >= 0) || secs > 1e7) return Bad(k, v, "a number of seconds");
+       o->stall_report_s = secs;
+       return Status::Ok();
+     }},
     {"SVM_SHOW_STATS", "print counters at exit",
      [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->show_stats); }},
 };

@@ -43,6 +43,7 @@ struct Options {
   bool share_globals = true;       // SVM_SHARE_GLOBALS
   bool verbose = false;            // SVM_VERBOSE
   bool show_stats = false;         // SVM_SHOW_STATS
+  double stall_report_s = 30;      // SVM_STALL_REPORT: spinning threads reported after this; 0 = never
 };
 
 // Parses the environment. An error names the variable and the valid values.

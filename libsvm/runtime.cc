@@ -1,5 +1,6 @@
 // Runtime: start-up, shared memory, the NIC and the handler thread.
 #include "libsvm/runtime.h"
+#include "libsvm/stall.h"
 
 #include <arpa/inet.h>
 #include <elf.h>
@@ -111,6 +112,8 @@ Status Runtime::Start() {
   if (nic_) {
     handler_ = std::thread([this] { HandlerLoop(); });
     spawner_ = std::thread([this] { SpawnLoop(); });
+    StartStallReport({opts_.stall_report_s, opts_.node, uintptr_t(opts_.region_base),
+                      uintptr_t(opts_.region_base + opts_.region_size)});
   }
   return Status::Ok();
 }
@@ -332,6 +335,7 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
   to.num_nodes = opts_.nodes;
   to.epoch = opts_.epoch;
   to.key = cc.key;
+  to.seal = cc.seal;  // nodes on several hosts (svmrun: SVM_SEAL)
   to.latency_ns = opts_.net_latency_ns;
   to.bandwidth_bytes_per_s = opts_.net_bandwidth;
   to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0" : opts_.nic_listen;

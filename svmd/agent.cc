@@ -41,7 +41,8 @@ std::string HostName() {
 
 }  // namespace
 
-Status ConnectAgent(const AgentArgs& args, int key_fd, UniqueFd* conn, Key* session) {
+Status ConnectAgent(const AgentArgs& args, int key_fd, UniqueFd* conn, Key* session,
+                    std::shared_ptr<Seal>* seal) {
   Key key;
   Status s = ReadFull(key_fd, key.data(), key.size(), NowMs() + kKeyWaitMs);
   if (!s.ok()) return Status::InvalidArgument("svmd --agent: no job key on stdin: " + s.message());
@@ -51,10 +52,19 @@ Status ConnectAgent(const AgentArgs& args, int key_fd, UniqueFd* conn, Key* sess
   const std::string where = JoinHostPort(host, args.connect_port);
   if (s = Connect(host, args.connect_port, NowMs() + kConnectMs, &fd); !s.ok())
     return Status::IoError("svmd --agent on " + HostName() + ": cannot reach svmrun: " + s.message());
-  if (s = Authenticate(fd.get(), key, AuthRole::kClient, NowMs() + kConnectMs, session); !s.ok())
+  AuthResult auth;
+  if (s = Authenticate(fd.get(), key, AuthRole::kClient, NowMs() + kConnectMs, false, &auth); !s.ok())
     return Status::AuthFailed("svmd --agent: svmrun at " + where + ": " + s.message());
+  *session = auth.session;
+  seal->reset();
+  if (auth.sealed) {
+    std::unique_ptr<Seal> made;
+    if (s = Seal::Make(auth.session, AuthRole::kClient, &made); !s.ok()) return s;
+    *seal = std::move(made);
+  }
   AgentHelloMsg hello{args.index, HostName()};
-  if (s = SendFrame(fd.get(), MsgType::kAgentHello, 0, Encode(hello)); !s.ok()) return s;
+  if (s = SendFrame(fd.get(), MsgType::kAgentHello, 0, Encode(hello), *seal ? &(*seal)->out : nullptr); !s.ok())
+    return s;
   *conn = std::move(fd);
   return Status::Ok();
 }

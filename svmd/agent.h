@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "util/auth.h"
+#include "util/seal.h"
 #include "util/net.h"
 #include "util/status.h"
 
@@ -20,8 +22,10 @@ struct AgentArgs {
 };
 
 // On success *conn is authenticated with the job key and AGENT_HELLO is
-// sent; *session is the connection's session secret (it unwraps JOB's key).
-// key_fd is read for exactly 32 bytes (the key) and never again.
-Status ConnectAgent(const AgentArgs& args, int key_fd, UniqueFd* conn, Key* session);
+// sent; *session is the connection's session secret (it unwraps JOB's key),
+// *seal its sealing when svmrun asked for it (else null). key_fd is read for
+// exactly 32 bytes (the key) and never again.
+Status ConnectAgent(const AgentArgs& args, int key_fd, UniqueFd* conn, Key* session,
+                    std::shared_ptr<Seal>* seal);
 
 }  // namespace svm::svmd

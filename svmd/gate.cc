@@ -67,8 +67,22 @@ Status Advance(Waiting& w, const GateOptions& opt, bool* complete) {
       if (Status s = w.auth.Feed(w.fd.get(), buf, size_t(r)); !s.ok()) return s;
       continue;
     }
+    if (w.frame.empty() && w.auth.sealed()) w.frame_need = kSealHeader;
     w.frame.append(reinterpret_cast<const char*>(buf), size_t(r));
     if (w.frame.size() < w.frame_need) continue;
+    if (w.auth.sealed()) {  // one record holds the first frame
+      if (w.frame_need == kSealHeader) {
+        size_t size = 0;
+        if (Status s = Opener::RecordSize(reinterpret_cast<const uint8_t*>(w.frame.data()),
+                                          kFrameHeader + size_t(opt.max_first_body), &size);
+            !s.ok())
+          return Status::Malformed("first record too long");
+        w.frame_need = size;
+        continue;
+      }
+      *complete = true;
+      return Status::Ok();
+    }
     if (w.frame_need == kFrameHeader) {
       uint32_t len = 0;
       if (Status s = FrameBodyLength(w.frame, &len); !s.ok()) return s;
@@ -148,10 +162,19 @@ void Gate::Loop() {
       a.peer = it->peer;
       a.session = it->auth.session();
       FrameReader reader;
+      if (it->auth.sealed()) {
+        std::unique_ptr<Seal> seal;
+        if (Status s = Seal::Make(a.session, AuthRole::kServer, &seal); !s.ok()) {
+          refuse(it, s.ToString());
+          continue;
+        }
+        a.seal = std::move(seal);
+        reader.set_opener(&a.seal->in);
+      }
       reader.Append(it->frame.data(), it->frame.size());
       Status err;
-      if (!reader.Next(&a.first, &err)) {  // FrameBodyLength checked the header
-        refuse(it, err.ToString());
+      if (!reader.Next(&a.first, &err)) {  // FrameBodyLength / the opener checked it
+        refuse(it, err.ok() ? "the first record is not a whole frame" : err.ToString());
         continue;
       }
       SetNonblocking(it->fd.get(), false);
@@ -176,7 +199,7 @@ void Gate::Loop() {
         w.fd.reset(c);
         w.peer = PeerString(c);
         w.deadline = NowMs() + opt_.deadline_ms;
-        if (Status s = w.auth.Start(c, opt_.key); !s.ok()) {
+        if (Status s = w.auth.Start(c, opt_.key, opt_.want_seal); !s.ok()) {
           ++refused_;
           log.Refused(opt_.what, w.peer, s.ToString());
           continue;

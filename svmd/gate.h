@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -31,6 +32,9 @@ struct Admitted {
   std::string peer;
   Key session{};  // auth.h's per-connection secret
   Frame first;    // its first frame (any type; the owner checks it)
+  // Set when the connection is sealed (either end asked for it): what
+  // follows the first frame goes through it (util/seal.h).
+  std::shared_ptr<Seal> seal;
 };
 
 struct GateOptions {
@@ -40,6 +44,8 @@ struct GateOptions {
   int64_t deadline_ms = 10000;  // from accept to the first frame
   // Body bytes accepted in the first frame (a HELLO is small; a JOB is not).
   uint32_t max_first_body = kMaxBody;
+  // This end asks for sealing (the peer may ask for it too).
+  bool want_seal = false;
 };
 
 class Gate {

@@ -149,6 +149,14 @@ const OptionSpec kTable[] = {
      "end the job when a node, svmd or svmrun has not answered for SECONDS (stopped, cut off, stuck); 0 = "
      "never",
      false, ADD(OPT(liveness_timeout_s)->check(CLI::Range(0.0, 1e6))->type_name("SECONDS"))},
+    {"--stall-report", "SVM_STALL_REPORT", "30",
+     "when a node's threads spin for SECONDS in the program without protocol progress (a flag polled "
+     "without synchronization), print once which threads, where, and on which shared page; 0 = never",
+     false, ADD(OPT(stall_report_s)->check(CLI::Range(0.0, 1e6))->type_name("SECONDS"))},
+    {"--insecure-network", "SVM_INSECURE_NETWORK", "",
+     "multi-host jobs: send control and tcp NIC traffic between hosts in clear (no AES-GCM sealing), on a "
+     "network that only the job's hosts can reach",
+     true, ADD(app.add_flag(s.flags, o->insecure_network, s.help))},
     {"--tag-output", "SVM_TAG_OUTPUT", "", "prefix each output line with [nK]", true,
      ADD(app.add_flag(s.flags, o->tag_output, s.help))},
     {"--log-level", "SVM_LOG_LEVEL", "warn", "svmrun's and the nodes' log level", false,

@@ -96,7 +96,9 @@ struct Options {
   std::string stats;  // JSON statistics file ("" = none)
   double timeout_s = 0;  // 0 = none
   double liveness_timeout_s = 10;  // silence that ends the job; 0 = never
+  double stall_report_s = 30;      // threads spinning without protocol progress reported after; 0 = never
   bool tag_output = false;
+  bool insecure_network = false;  // multi-host jobs: do not seal traffic between hosts
   std::string log_level = "warn";
   std::string launcher = "auto";   // kLaunchers
   std::vector<std::string> hosts;  // svmd: "host[:port]"; ssh: "host[:slots]"

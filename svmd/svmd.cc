@@ -80,12 +80,21 @@ class Session {
         session_key_(a.session),
         first_(std::move(a.first)),
         stop_fd_(stop_fd),
-        peer_(std::move(a.peer)) {}
+        peer_(std::move(a.peer)),
+        seal_(std::move(a.seal)) {
+    in_.set_opener(seal_ ? &seal_->in : nullptr);
+  }
   // An agent's session (svmd --agent): the connection to svmrun is made
   // and authenticated already, with this session secret; the JOB is still
   // to come.
-  Session(UniqueFd conn, const Key& session, int stop_fd)
-      : id_(1), conn_(std::move(conn)), session_key_(session), stop_fd_(stop_fd), peer_(PeerString(conn_.get())) {
+  Session(UniqueFd conn, const Key& session, std::shared_ptr<Seal> seal, int stop_fd)
+      : id_(1),
+        conn_(std::move(conn)),
+        session_key_(session),
+        stop_fd_(stop_fd),
+        peer_(PeerString(conn_.get())),
+        seal_(std::move(seal)) {
+    in_.set_opener(seal_ ? &seal_->in : nullptr);
     await_job_ = true;
   }
   ~Session() { Cleanup(); }
@@ -104,6 +113,9 @@ class Session {
   void Send(MsgType t, std::string_view body);
   void Cleanup();
   void SendStats(uint32_t node);
+  // Liveness of the nodes from /proc: svmrun cannot ping a node that has not
+  // joined yet, and a stopped node answers nothing anyway.
+  void CheckNodes();
 
   int id_;
   UniqueFd conn_;
@@ -111,6 +123,7 @@ class Session {
   Frame first_;
   int stop_fd_;
   std::string peer_;
+  std::shared_ptr<Seal> seal_;  // set when svmrun asked for sealing
   SessionState state_ = SessionState::kAwaitingJob;
   std::atomic<bool> done_{false};
   uint32_t epoch_ = 0;
@@ -118,6 +131,7 @@ class Session {
   bool stats_ = false;  // the job runs with --stats
   std::vector<std::unique_ptr<LocalNode>> nodes_;
   std::vector<bool> reported_;
+  std::vector<int64_t> unresponsive_since_;  // per node: when /proc first said it cannot answer; 0: it can
   std::vector<std::pair<LocalNode*, std::string>> stdin_;  // the nodes STDIN feeds, bytes pending each
   bool stdin_eof_ = false;
   bool conn_ok_ = true;
@@ -130,7 +144,7 @@ class Session {
 
 void Session::Send(MsgType t, std::string_view body) {
   if (!conn_ok_) return;
-  if (!SendFrame(conn_.get(), t, epoch_, body).ok()) {
+  if (!SendFrame(conn_.get(), t, epoch_, body, seal_ ? &seal_->out : nullptr).ok()) {
     conn_ok_ = false;
     BeginTeardown("svmrun connection lost");
   }
@@ -139,7 +153,7 @@ void Session::Send(MsgType t, std::string_view body) {
 void Session::Run() {
   Frame& f = first_;
   Status s;
-  if (await_job_) s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f);
+  if (await_job_) s = RecvFrame(conn_.get(), NowMs() + kJobWaitMs, &f, seal_ ? &seal_->in : nullptr);
   if (s.ok() && f.type != MsgType::kJob) s = Status::Malformed(std::string("expected JOB, got ") + ToString(f.type));
   if (s.ok()) s = StartJob(f, session_key_);
   if (!s.ok()) {
@@ -323,6 +337,7 @@ void Session::Loop() {
       all &= nodes_[i]->finished();
     }
     if (all && !conn_ok_) return;
+    CheckNodes();
     for (auto& [node, pending] : stdin_)
       if (node->stdin_fd() >= 0 && pending.empty() && stdin_eof_) node->CloseStdin();
 
@@ -390,6 +405,32 @@ void Session::Loop() {
   }
 }
 
+void Session::CheckNodes() {
+  if (!liveness_ms_ || kill_at_) return;
+  unresponsive_since_.resize(nodes_.size(), 0);
+  const int64_t now = NowMs();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i]->finished() || reported_[i]) continue;
+    if (!Unresponsive(ProcessState(nodes_[i]->pid()))) {
+      unresponsive_since_[i] = 0;
+    } else if (!unresponsive_since_[i]) {
+      unresponsive_since_[i] = now;
+    } else if (now - unresponsive_since_[i] >= liveness_ms_) {
+      char secs[32];
+      snprintf(secs, sizeof(secs), "%g", double(liveness_ms_) / 1000);
+      NodeExitMsg m;
+      m.node = nodes_[i]->id();
+      m.kind = ExitKind::kUnresponsive;
+      m.message = "pid " + std::to_string(nodes_[i]->pid()) + " " + DescribeSilence(nodes_[i]->pid()) + " for " +
+                  secs + " s (--liveness-timeout)";
+      spdlog::warn("session {}: node {}: {}; killing it", id_, m.node, m.message);
+      nodes_[i]->Signal(SIGKILL);
+      reported_[i] = true;
+      Send(MsgType::kNodeExit, Encode(m));
+    }
+  }
+}
+
 // The node's report, if it wrote one (a killed node may not have).
 void Session::SendStats(uint32_t node) {
   const std::string path = dir_ + "/node-" + std::to_string(node) + ".json";
@@ -433,7 +474,8 @@ int RunAgent(const AgentArgs& args, const std::string& level) {
   UniqueFd stop(eventfd(0, EFD_CLOEXEC));
   UniqueFd conn;
   Key session;
-  Status s = ConnectAgent(args, 0, &conn, &session);
+  std::shared_ptr<Seal> seal;
+  Status s = ConnectAgent(args, 0, &conn, &session, &seal);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     return 1;
@@ -443,7 +485,7 @@ int RunAgent(const AgentArgs& args, const std::string& level) {
     ::dup2(null, 0);
     ::close(null);
   }
-  Session job(std::move(conn), session, stop.get());
+  Session job(std::move(conn), session, std::move(seal), stop.get());
   std::thread t([&job] { job.Run(); });
   while (!job.done()) {
     pollfd p{sfd.get(), POLLIN, 0};
@@ -581,7 +623,8 @@ int Main(int argc, char** argv) {
         if (sessions.size() >= kMaxSessions) {
           spdlog::warn("refused a job from {}: {} jobs running", a.peer, kMaxSessions);
           (void)SendFrame(a.fd.get(), MsgType::kJobError, a.first.epoch,
-                          EncodeStrings({"svmd runs " + std::to_string(kMaxSessions) + " jobs already"}));
+                          EncodeStrings({"svmd runs " + std::to_string(kMaxSessions) + " jobs already"}),
+                          a.seal ? &a.seal->out : nullptr);
           continue;
         }
         auto sess = std::make_unique<Session>(next_id++, std::move(a), stop.get());

@@ -84,6 +84,7 @@ struct Node {
   int host = -1;  // -1: local; else index into hosts_
   std::unique_ptr<LocalNode> local;
   UniqueFd control;
+  std::shared_ptr<Seal> seal;  // set when the connection is sealed
   FrameReader control_in;
   bool helloed = false;
   std::string nic;
@@ -100,6 +101,7 @@ struct Host {
   uint16_t port = kDefaultSvmdPort;
   UniqueFd fd;
   Key session{};  // an agent's connection secret
+  std::shared_ptr<Seal> seal;  // set when the connection is sealed
   FrameReader in;
   std::mutex send_mu;  // main thread and stdin thread both send
   HostState state = HostState::kConnecting;
@@ -108,18 +110,24 @@ struct Host {
   Status Send(MsgType t, uint32_t epoch, std::string_view body) {
     std::lock_guard<std::mutex> l(send_mu);
     if (!fd.valid()) return Status::Closed("host closed");
-    return SendFrame(fd.get(), t, epoch, body);
+    return SendFrame(fd.get(), t, epoch, body, seal ? &seal->out : nullptr);
+  }
+  void SetSeal(std::shared_ptr<Seal> s) {
+    seal = std::move(s);
+    in.set_opener(seal ? &seal->in : nullptr);
   }
 };
 
 struct Pending {  // an authenticated control connection and its HELLO
   UniqueFd fd;
   HelloMsg hello;
+  std::shared_ptr<Seal> seal;
 };
 struct PendingAgent {  // a host agent that proved the job key (AGENT_HELLO)
   UniqueFd fd;
   AgentHelloMsg hello;
   Key session;
+  std::shared_ptr<Seal> seal;
 };
 // A process that starts host agents (ssh to one host, or srun), and what it
 // said: kept quiet until its agents call back, then forwarded.
@@ -165,6 +173,11 @@ class Job {
   // A job of several runtime nodes: each node joins (HELLO) before its
   // program runs, and node 0 runs main.
   bool RuntimeJob() const { return preload_ != "none" && o_.nodes > 1; }
+  // Traffic between hosts is sealed (util/seal.h) unless --insecure-network.
+  bool Sealed() const { return plan_.launcher != Launcher::kLocal && !o_.insecure_network; }
+  Status SendTo(Node& n, MsgType t, std::string_view body) {
+    return SendFrame(n.control.get(), t, epoch_, body, n.seal ? &n.seal->out : nullptr);
+  }
   bool AllDone() const;
   void Shutdown();
   // started_ns: steady_clock (CLOCK_MONOTONIC, as the nodes' records) when
@@ -202,6 +215,12 @@ class Job {
 
 std::string Node::where() const { return local ? "pid " + std::to_string(local->pid()) : "remote"; }
 
+std::string FormatSeconds(double s) {
+  char b[32];
+  snprintf(b, sizeof(b), "%g", s);
+  return b;
+}
+
 std::string Hex(uint64_t v) {
   char b[32];
   snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
@@ -228,6 +247,8 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
       LivenessEnv(o_.liveness_timeout_s),
+      std::string("SVM_SEAL=") + (Sealed() ? "1" : "0"),
+      "SVM_STALL_REPORT=" + FormatSeconds(o_.stall_report_s),
       "LD_BIND_NOW=1",
   };
   if (local) e.push_back("SVM_CONTROL=127.0.0.1:" + std::to_string(control_port_));
@@ -299,10 +320,15 @@ Status Job::StartRemote() {
     std::string who = "host " + h.name + ":" + std::to_string(h.port);
     Status s = Connect(h.name, h.port, NowMs() + kHandshakeMs, &h.fd);
     if (!s.ok()) return Status::IoError(who + ": " + s.message());
-    Key session;
-    s = Authenticate(h.fd.get(), admin_key_, AuthRole::kClient, NowMs() + kHandshakeMs, &session);
+    AuthResult auth;
+    s = Authenticate(h.fd.get(), admin_key_, AuthRole::kClient, NowMs() + kHandshakeMs, Sealed(), &auth);
     if (!s.ok()) return Status::AuthFailed(who + ": " + s.ToString());
-    if (s = SendJob(h, session); !s.ok()) return s;
+    if (auth.sealed) {
+      std::unique_ptr<Seal> seal;
+      if (s = Seal::Make(auth.session, AuthRole::kClient, &seal); !s.ok()) return s;
+      h.SetSeal(std::move(seal));
+    }
+    if (s = SendJob(h, auth.session); !s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -328,7 +354,7 @@ Status Job::SendJob(Host& h, const Key& session) {
                                                : uint32_t(std::stoul(o_.stdin_target));
   if (s = h.Send(MsgType::kJob, epoch_, Encode(req)); !s.ok()) return Status::IoError(who + ": " + s.message());
   Frame f;
-  if (s = RecvFrame(h.fd.get(), NowMs() + 30000, &f); !s.ok())
+  if (s = RecvFrame(h.fd.get(), NowMs() + 30000, &f, h.seal ? &h.seal->in : nullptr); !s.ok())
     return Status::IoError(who + ": no answer to JOB: " + s.message());
   if (f.type == MsgType::kJobError) {
     std::vector<std::string> m;
@@ -409,6 +435,7 @@ Status Job::AwaitAgents(int64_t deadline) {
         spdlog::debug("agent for host {} is {} at {}", hosts_[h]->name, a.hello.hostname, PeerString(a.fd.get()));
         hosts_[h]->fd = std::move(a.fd);
         hosts_[h]->session = a.session;
+        hosts_[h]->SetSeal(std::move(a.seal));
       }
       agents_.clear();
     }
@@ -515,7 +542,7 @@ void Job::Admit(Admitted a) {
   Status s;
   if (f.type == MsgType::kAgentHello) {
     // A host agent calling back (ssh/slurm); it knows the key, not the epoch.
-    PendingAgent pa{std::move(a.fd), {}, a.session};
+    PendingAgent pa{std::move(a.fd), {}, a.session, a.seal};
     if (plan_.launcher != Launcher::kSsh && plan_.launcher != Launcher::kSlurm)
       s = Status::Malformed("AGENT_HELLO, but this job has no agents");
     else
@@ -539,7 +566,7 @@ void Job::Admit(Admitted a) {
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
-  pending_.push_back(Pending{std::move(a.fd), std::move(hello)});
+  pending_.push_back(Pending{std::move(a.fd), std::move(hello), std::move(a.seal)});
   uint64_t one = 1;
   ssize_t w = ::write(pending_fd_.get(), &one, sizeof(one));
   (void)w;
@@ -603,7 +630,7 @@ void Job::Teardown(int status, const std::string& why, bool graceful) {
   }
   if (!why.empty()) spdlog::error("{}", why);
   for (Node& n : nodes_)
-    if (n.control.valid()) SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
+    if (n.control.valid()) SendTo(n, MsgType::kTerminate, "");
   int64_t now = NowMs();
   if (graceful) {
     term_at_ = now + kGraceMs;
@@ -641,6 +668,9 @@ void Job::NodeExited(Node& n, ExitKind kind, int value, const std::string& msg) 
   switch (kind) {
     case ExitKind::kStartFailed:
       Teardown(127, "node " + std::to_string(n.id) + host + ": " + msg, false);
+      return;
+    case ExitKind::kUnresponsive:  // svmd saw it in /proc, joined or not
+      Teardown(kLostStatus, who + ": " + msg + "; ending the job", false);
       return;
     case ExitKind::kSignaled:
       Teardown(128 + value,
@@ -689,12 +719,14 @@ void Job::OnPending() {
     }
     Node& n = nodes_[id];
     n.control = std::move(p.fd);
+    n.seal = std::move(p.seal);
+    n.control_in.set_opener(n.seal ? &n.seal->in : nullptr);
     SetNonblocking(n.control.get(), true);
     n.helloed = true;
     n.last_heard = NowMs();
     n.nic = p.hello.nic_address;
     spdlog::debug("node {}: HELLO, NIC address {}", id, n.nic);
-    if (phase_ != JobPhase::kRunning) SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
+    if (phase_ != JobPhase::kRunning) SendTo(n, MsgType::kTerminate, "");
   }
   bool all = true;
   for (const Node& n : nodes_) all &= n.helloed;
@@ -704,7 +736,7 @@ void Job::OnPending() {
     for (const Node& n : nodes_) addrs.push_back(n.nic);
     std::string body = EncodeStrings(addrs);
     for (Node& n : nodes_)
-      if (n.control.valid()) SendFrame(n.control.get(), MsgType::kPeers, epoch_, body);
+      if (n.control.valid()) SendTo(n, MsgType::kPeers, body);
     spdlog::info("rendezvous complete: {} nodes", nodes_.size());
   }
 }
@@ -742,7 +774,7 @@ void Job::OnControl(Node& n) {
         have_status_ = true;
         Teardown(status_, "", true);
       } else if (n.control.valid()) {
-        SendFrame(n.control.get(), MsgType::kTerminate, epoch_, "");
+        SendTo(n, MsgType::kTerminate, "");
       }
     } else {
       err = Status::Malformed(std::string("unexpected ") + ToString(f.type) + " from a node");
@@ -825,7 +857,7 @@ int64_t Job::CheckLiveness(int64_t now) {
   if (!liveness_ms_ || phase_ != JobPhase::kRunning) return 0;
   if (now >= ping_at_) {
     for (Node& n : nodes_)
-      if (n.helloed && n.control.valid() && !n.exited) SendFrame(n.control.get(), MsgType::kPing, epoch_, "");
+      if (n.helloed && n.control.valid() && !n.exited) SendTo(n, MsgType::kPing, "");
     for (auto& h : hosts_)
       if (h->state == HostState::kStarted) h->Send(MsgType::kPing, epoch_, "");
     ping_at_ = now + std::max<int64_t>(1, liveness_ms_ / kPingDivisor);
@@ -1078,6 +1110,7 @@ int Job::Run() {
     gate.what = "control connection";
     gate.deadline_ms = kHandshakeMs;
     gate.max_first_body = 64 * 1024;  // a HELLO or AGENT_HELLO: an id and an address or name
+    gate.want_seal = Sealed();
     s = gate_.Start(std::move(listen_fd_), gate, [this](Admitted a) { Admit(std::move(a)); });
     gate_failed = !s.ok();
   }

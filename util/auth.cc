@@ -17,16 +17,19 @@ namespace svm::svmd {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'V', 'M', 'A'};
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
+constexpr uint8_t kFlagSeal = 1;
 constexpr size_t kHelloBytes = 8 + kKeyBytes;
-constexpr char kProofLabel[] = "svm-auth-1";
+constexpr char kProofLabel[] = "svm-auth-2";
 constexpr char kSessionLabel[] = "svm-session-1";
 
-Key Proof(const Key& key, AuthRole who, const Key& nc, const Key& ns) {
+Key Proof(const Key& key, AuthRole who, const Key& nc, const Key& ns, uint8_t fc, uint8_t fs) {
   std::vector<uint8_t> m(kProofLabel, kProofLabel + sizeof(kProofLabel) - 1);
   m.push_back(uint8_t(who));
   m.insert(m.end(), nc.begin(), nc.end());
   m.insert(m.end(), ns.begin(), ns.end());
+  m.push_back(fc);
+  m.push_back(fs);
   return Hmac(key, m.data(), m.size());
 }
 
@@ -37,11 +40,12 @@ Key SessionSecret(const Key& key, const Key& nc, const Key& ns) {
   return Hmac(key, m.data(), m.size());
 }
 
-void FillHello(uint8_t* hello, AuthRole role, const Key& nonce) {
+void FillHello(uint8_t* hello, AuthRole role, const Key& nonce, uint8_t flags) {
   std::memset(hello, 0, kHelloBytes);
   std::memcpy(hello, kMagic, 4);
   hello[4] = kVersion;
   hello[5] = uint8_t(role);
+  hello[6] = flags;
   std::memcpy(hello + 8, nonce.data(), kKeyBytes);
 }
 
@@ -50,6 +54,7 @@ Status CheckHello(const uint8_t* peer, AuthRole peer_role) {
   if (peer[4] != kVersion)
     return Status::Malformed("peer speaks auth version " + std::to_string(peer[4]));
   if (peer[5] != uint8_t(peer_role)) return Status::Malformed("peer claims the wrong role");
+  if ((peer[6] & ~kFlagSeal) != 0 || peer[7] != 0) return Status::Malformed("peer sets unknown flags");
   return Status::Ok();
 }
 
@@ -149,11 +154,20 @@ Status WriteKeyFile(const std::string& path, const Key& key) {
 }
 
 Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, Key* session) {
+  AuthResult r;
+  Status s = Authenticate(fd, key, role, deadline_ms, false, &r);
+  if (s.ok() && session) *session = r.session;
+  return s;
+}
+
+Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, bool want_seal,
+                    AuthResult* result) {
   Key mine;
   Status s = GenerateKey(&mine);
   if (!s.ok()) return s;
+  const uint8_t my_flags = want_seal ? kFlagSeal : 0;
   uint8_t hello[kHelloBytes];
-  FillHello(hello, role, mine);
+  FillHello(hello, role, mine, my_flags);
   if (s = WriteAll(fd, hello, sizeof(hello)); !s.ok()) return s;
 
   uint8_t peer[kHelloBytes];
@@ -166,8 +180,10 @@ Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, 
 
   const Key& nc = role == AuthRole::kClient ? mine : theirs;
   const Key& ns = role == AuthRole::kClient ? theirs : mine;
-  Key my_proof = Proof(key, role, nc, ns);
-  Key expected = Proof(key, peer_role, nc, ns);
+  const uint8_t fc = role == AuthRole::kClient ? my_flags : peer[6];
+  const uint8_t fs = role == AuthRole::kClient ? peer[6] : my_flags;
+  Key my_proof = Proof(key, role, nc, ns, fc, fs);
+  Key expected = Proof(key, peer_role, nc, ns, fc, fs);
   Key got;
   if (role == AuthRole::kClient) {
     if (s = WriteAll(fd, my_proof.data(), my_proof.size()); !s.ok()) return s;
@@ -183,15 +199,17 @@ Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, 
       return Status::AuthFailed("the client did not prove the key");
     if (s = WriteAll(fd, my_proof.data(), my_proof.size()); !s.ok()) return s;
   }
-  if (session) *session = SessionSecret(key, nc, ns);
+  result->session = SessionSecret(key, nc, ns);
+  result->sealed = ((fc | fs) & kFlagSeal) != 0;
   return Status::Ok();
 }
 
-Status ServerHandshake::Start(int fd, const Key& key) {
+Status ServerHandshake::Start(int fd, const Key& key, bool want_seal) {
   key_ = key;
+  flags_ = want_seal ? kFlagSeal : 0;
   if (Status s = GenerateKey(&mine_); !s.ok()) return s;
   uint8_t hello[kHelloBytes];
-  FillHello(hello, AuthRole::kServer, mine_);
+  FillHello(hello, AuthRole::kServer, mine_, flags_);
   need_ = kHelloBytes;
   return SendNow(fd, hello, sizeof(hello));
 }
@@ -204,18 +222,20 @@ Status ServerHandshake::Feed(int fd, const uint8_t* p, size_t n) {
   if (!hello_seen_) {
     if (Status s = CheckHello(buf_, AuthRole::kClient); !s.ok()) return s;
     std::memcpy(theirs_.data(), buf_ + 8, kKeyBytes);
+    peer_flags_ = buf_[6];
     if (theirs_ == mine_) return Status::AuthFailed("peer echoed our nonce");
     hello_seen_ = true;
     have_ = 0;
     need_ = kKeyBytes;
     return Status::Ok();
   }
-  const Key expected = Proof(key_, AuthRole::kClient, theirs_, mine_);
+  const Key expected = Proof(key_, AuthRole::kClient, theirs_, mine_, peer_flags_, flags_);
   if (CRYPTO_memcmp(buf_, expected.data(), kKeyBytes) != 0)
     return Status::AuthFailed("the client did not prove the key");
-  const Key proof = Proof(key_, AuthRole::kServer, theirs_, mine_);
+  const Key proof = Proof(key_, AuthRole::kServer, theirs_, mine_, peer_flags_, flags_);
   if (Status s = SendNow(fd, proof.data(), proof.size()); !s.ok()) return s;
   session_ = SessionSecret(key_, theirs_, mine_);
+  sealed_ = ((flags_ | peer_flags_) & kFlagSeal) != 0;
   done_ = true;
   return Status::Ok();
 }

@@ -6,11 +6,15 @@
 // sides, so a recorded exchange cannot be replayed and a proof cannot be
 // reflected back. The exchange (all sizes in bytes):
 //
-//   both -> : hello  = "SVMA" | u8 version=1 | u8 role ('C'/'S') | u16 0 | nonce[32]
-//   C -> S  : proof_c = HMAC(key, "svm-auth-1" | 'C' | nonce_c | nonce_s)
+//   both -> : hello  = "SVMA" | u8 version=2 | u8 role ('C'/'S') | u8 flags | u8 0 | nonce[32]
+//   C -> S  : proof_c = HMAC(key, "svm-auth-2" | 'C' | nonce_c | nonce_s | flags_c | flags_s)
 //   S       : verifies proof_c (constant-time); on mismatch closes, sends nothing
-//   S -> C  : proof_s = HMAC(key, "svm-auth-1" | 'S' | nonce_c | nonce_s)
+//   S -> C  : proof_s = HMAC(key, "svm-auth-2" | 'S' | nonce_c | nonce_s | flags_c | flags_s)
 //   C       : verifies proof_s
+//
+// flags bit 0: this end wants the rest of the connection sealed (seal.h).
+// It is sealed when either end wants it; both flags are proven, so a man in
+// the middle who clears one fails the proof instead of turning sealing off.
 //
 // A client with the wrong key therefore never gets a byte past the server's
 // hello. Both sides may derive a per-connection session secret
@@ -50,6 +54,15 @@ Status WriteKeyFile(const std::string& path, const Key& key);
 Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms,
                     Key* session = nullptr);
 
+// The same, saying whether this end wants sealing; *sealed: whether the
+// connection is to be sealed (either end wanted it).
+struct AuthResult {
+  Key session{};
+  bool sealed = false;
+};
+Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms, bool want_seal,
+                    AuthResult* result);
+
 // The server side of the same exchange, for an event loop that owns many
 // sockets at once: Start sends the hello, then Feed takes what the client
 // sent, at most Wanted() bytes at a time (so nothing past the handshake is
@@ -57,19 +70,22 @@ Status Authenticate(int fd, const Key& key, AuthRole role, int64_t deadline_ms,
 // send buffer, and a socket that cannot take them is refused.
 class ServerHandshake {
  public:
-  Status Start(int fd, const Key& key);
+  Status Start(int fd, const Key& key, bool want_seal = false);
   size_t Wanted() const { return need_ - have_; }
   // Ok while the exchange goes on or once done(); kAuthFailed for a wrong
   // proof, kMalformed for garbage.
   Status Feed(int fd, const uint8_t* p, size_t n);
   bool done() const { return done_; }
   const Key& session() const { return session_; }
+  // Once done(): whether the connection is to be sealed (seal.h).
+  bool sealed() const { return sealed_; }
 
  private:
   Key key_{}, mine_{}, theirs_{}, session_{};
   uint8_t buf_[8 + kKeyBytes] = {};
   size_t have_ = 0, need_ = 0;
-  bool hello_seen_ = false, done_ = false;
+  uint8_t flags_ = 0, peer_flags_ = 0;
+  bool hello_seen_ = false, done_ = false, sealed_ = false;
 };
 
 // HMAC-SHA256(key, data).

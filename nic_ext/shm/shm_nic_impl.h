@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nic_ext/region_table.h"
+#include "nic_ext/shm/ring_reader.h"
 #include "nic_ext/shm/shm_transport.h"
 #include "util/net.h"
 #include "util/shared_memory.h"
@@ -106,10 +107,7 @@ class ShmNicImpl final : public ShmNic {
     std::atomic<bool> has_backlog{false};
 
     // Receiving from it (drain_mu_): the message being assembled.
-    uint8_t length[kLengthBytes] = {};
-    uint32_t length_got = 0;
-    uint32_t want = 0;  // the message's length, once length_got is whole
-    Message partial;
+    RingReader reader;
   };
 
   // A LOCK queued at a target's ticket lock.

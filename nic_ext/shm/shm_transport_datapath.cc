@@ -47,13 +47,6 @@ void CopyIn(uint8_t* ring, uint32_t size, uint64_t pos, const uint8_t* src, size
   std::memcpy(ring, src + first, n - first);
 }
 
-void CopyOut(uint8_t* dst, const uint8_t* ring, uint32_t size, uint64_t pos, size_t n) {
-  if (n == 0) return;  // dst may be null (an empty message)
-  const size_t at = pos & (size - 1), first = std::min<size_t>(n, size - at);
-  std::memcpy(dst, ring + at, first);
-  std::memcpy(dst + first, ring, n - first);
-}
-
 uint32_t Served(uint64_t tickets) { return uint32_t(tickets & kServedMask); }
 
 }  // namespace
@@ -223,37 +216,15 @@ bool ShmNicImpl::Drain() {
       NoteGone(s);
       continue;
     }
-    const uint8_t* ring = layout_.ring(own, s);
-    while (head != tail) {
-      if (p.length_got < kLengthBytes) {
-        const size_t n = size_t(std::min<uint64_t>(kLengthBytes - p.length_got, tail - head));
-        CopyOut(p.length + p.length_got, ring, size, head, n);
-        head += n;
-        p.length_got += uint32_t(n);
-        if (p.length_got < kLengthBytes) break;
-        p.want = coding::DecodeFixed<uint32_t>(p.length);
-        if (p.want > kMaxMessage) {
-          spdlog::error("shm: node {}: a message of {} bytes from node {} (at most {}); cutting it off", self(),
-                        p.want, s, kMaxMessage);
-          head = tail;
-          NoteGone(s);
-          break;
-        }
-        p.partial.from = s;
-        p.partial.bytes.clear();
-        p.partial.bytes.reserve(p.want);
-      }
-      const size_t have = p.partial.bytes.size();
-      const size_t n = size_t(std::min<uint64_t>(p.want - have, tail - head));
-      p.partial.bytes.resize(have + n);
-      CopyOut(p.partial.bytes.data() + have, ring, size, head, n);
-      head += n;
-      if (p.partial.bytes.size() == p.want) {
-        recv_queue().Push(std::move(p.partial));
-        p.partial = Message{};
-        p.length_got = 0;
-        n_drained_.fetch_add(1, std::memory_order_relaxed);
-      }
+    const RingReader::Result r = p.reader.Read(layout_.ring(own, s), size, &head, tail, s, [&](Message&& m) {
+      recv_queue().Push(std::move(m));
+      n_drained_.fetch_add(1, std::memory_order_relaxed);
+    });
+    if (r == RingReader::Result::kTooLong) {
+      spdlog::error("shm: node {}: a message of {} bytes from node {} (at most {}); cutting it off", self(),
+                    p.reader.want(), s, kMaxMessage);
+      head = tail;
+      NoteGone(s);
     }
     h.head.store(head, std::memory_order_seq_cst);
     did = true;

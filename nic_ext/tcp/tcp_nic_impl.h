@@ -39,6 +39,7 @@
 #include "nic_ext/lock_table.h"
 #include "nic_ext/region_table.h"
 #include "nic_ext/tcp/frame.h"
+#include "nic_ext/tcp/sealed_stream.h"
 #include "nic_ext/tcp/tcp_transport.h"
 
 namespace svm::nic {
@@ -87,6 +88,9 @@ class TcpNicImpl final : public TcpNic {
     size_t scan = 0;           // injection: frames before rx offset `scan` are stamped
     std::deque<Clock::time_point> ready_at;  // injection: per stamped frame, in order
     Clock::time_point link_free{};
+    // Set when the connection is sealed: tx_pending is plaintext, sealed at
+    // flush time onto sealed->wire(); rx gets what sealed opens.
+    std::unique_ptr<SealedStream> sealed;
     // tx: guarded by mu_.
     std::vector<uint8_t> tx_pending;   // not yet handed to the kernel
     std::vector<uint8_t> tx_inflight;  // being sent on ring_
@@ -142,8 +146,8 @@ class TcpNicImpl final : public TcpNic {
   // Our hello, and the checks of a peer's (its node id is *peer).
   std::vector<uint8_t> HelloBytes() const;
   Status CheckHello(std::span<const uint8_t> in, bool dialer, NodeId expect, NodeId* peer) const;
-  Status ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
-                       Clock::time_point deadline);
+  Status ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer, Clock::time_point deadline,
+                       std::unique_ptr<SealedStream>* sealed);
 
   // Datapath (tcp_transport_datapath.cc).
   void Loop_nt();
@@ -161,7 +165,12 @@ class TcpNicImpl final : public TcpNic {
   // Reads what the socket holds and handles the whole frames; to_eagain: read
   // until the socket says so even after a short read (hang-ups).
   bool Receive(Conn& c, bool to_eagain);
+  bool ReceiveSealed(Conn& c, bool to_eagain);
+  bool OpenRecords(Conn& c);  // false: the connection was dropped
   bool PrepareRx(Conn& c);
+  // What goes out on c's socket: tx_pending, or its sealing.
+  static std::vector<uint8_t>& Outgoing(Conn& c);
+  static bool HasTx(const Conn& c) { return !c.tx_pending.empty() || (c.sealed && !c.sealed->wire().empty()); }
   void ProcessRx(Conn& c);
   bool HandleFrame(Conn& c, const frame::Frame& f, std::string* error);
   void Respond(NodeId to, uint32_t req, Opcode op, WcStatus st, uint64_t value,

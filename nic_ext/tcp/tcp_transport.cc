@@ -103,13 +103,21 @@ std::string PeerName(int fd) {
 }
 
 // The job-key proof (util/auth.h), before any NIC byte is sent or trusted.
-Status ProveKey(int fd, const JobKey& key, bool dialer, Clock::time_point deadline) {
+Status ProveKey(int fd, const JobKey& key, bool dialer, bool want_seal, Clock::time_point deadline,
+                std::unique_ptr<SealedStream>* sealed) {
   static_assert(std::is_same_v<JobKey, svmd::Key>);
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   const int64_t deadline_ms = svmd::NowMs() + std::max<int64_t>(0, left.count());
-  Status s = svmd::Authenticate(
-      fd, key, dialer ? svmd::AuthRole::kClient : svmd::AuthRole::kServer, deadline_ms);
+  const auto role = dialer ? svmd::AuthRole::kClient : svmd::AuthRole::kServer;
+  svmd::AuthResult auth;
+  Status s = svmd::Authenticate(fd, key, role, deadline_ms, want_seal, &auth);
   if (!s.ok()) return Status::InvalidArgument(fmt::format("authentication failed: {}", s.ToString()));
+  sealed->reset();
+  if (auth.sealed) {
+    std::unique_ptr<svmd::Seal> seal;
+    if (s = svmd::Seal::Make(auth.session, role, &seal); !s.ok()) return s;
+    *sealed = std::make_unique<SealedStream>(std::move(seal));
+  }
   return Status::Ok();
 }
 
@@ -228,10 +236,12 @@ Status TcpNicImpl::CheckHello(std::span<const uint8_t> in, bool dialer, NodeId e
   return Status::Ok();
 }
 
-Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer,
-                                 Clock::time_point deadline) {
-  if (Status s = ProveKey(fd, opt_.key, dialer, deadline); !s.ok()) return s;
+Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* peer, Clock::time_point deadline,
+                                 std::unique_ptr<SealedStream>* sealed) {
+  if (Status s = ProveKey(fd, opt_.key, dialer, opt_.seal, deadline, sealed); !s.ok()) return s;
   std::vector<uint8_t> out = HelloBytes();
+  const size_t hello_bytes = out.size();
+  if (*sealed) out = (*sealed)->SealOne(out);
   if (dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
     return Status::InvalidArgument(Errno("sending hello"));
   }
@@ -239,6 +249,13 @@ Status TcpNicImpl::ExchangeHello(int fd, bool dialer, NodeId expect, NodeId* pee
   if (!TransferAll(fd, in.data(), in.size(), false, deadline)) {
     return Status::InvalidArgument("no hello from the peer");
   }
+  if (*sealed) {
+    std::vector<uint8_t> plain;
+    if (Status s = (*sealed)->OpenOne(in, &plain); !s.ok())
+      return Status::InvalidArgument(fmt::format("sealed hello: {}", s.ToString()));
+    in = std::move(plain);
+  }
+  if (in.size() != hello_bytes) return Status::Malformed("bad hello size");
   if (Status s = CheckHello(in, dialer, expect, peer); !s.ok()) return s;
   if (!dialer && !TransferAll(fd, out.data(), out.size(), true, deadline)) {
     return Status::InvalidArgument(Errno("answering hello"));
@@ -262,7 +279,8 @@ Status TcpNicImpl::Dial(NodeId peer, const std::string& address, Clock::time_poi
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       NodeId got = 0;
-      Status s = ExchangeHello(fd, true, peer, &got, deadline);
+      std::unique_ptr<SealedStream> sealed;
+      Status s = ExchangeHello(fd, true, peer, &got, deadline, &sealed);
       if (!s.ok()) {
         close(fd);
         freeaddrinfo(ai);
@@ -272,6 +290,7 @@ Status TcpNicImpl::Dial(NodeId peer, const std::string& address, Clock::time_poi
                                                    s.ToString()));
       }
       conns_[peer].fd = fd;
+      conns_[peer].sealed = std::move(sealed);
       freeaddrinfo(ai);
       return Status::Ok();
     }
@@ -292,8 +311,9 @@ Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
     std::string peer;
     Clock::time_point deadline;
     svmd::ServerHandshake auth;
-    std::vector<uint8_t> hello;
+    std::vector<uint8_t> hello;  // sealed when `sealed` is set
     size_t have = 0;
+    std::unique_ptr<SealedStream> sealed;
   };
   std::list<Waiting> waiting;  // accept order, which is deadline order
   const std::vector<uint8_t> mine = HelloBytes();
@@ -315,13 +335,27 @@ Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
       if (!w.auth.done()) {
         if (Status s = w.auth.Feed(w.fd, buf, size_t(r)); !s.ok())
           return Status::InvalidArgument(fmt::format("authentication failed: {}", s.ToString()));
+        if (w.auth.done() && w.auth.sealed()) {
+          std::unique_ptr<svmd::Seal> seal;
+          if (Status s = svmd::Seal::Make(w.auth.session(), svmd::AuthRole::kServer, &seal); !s.ok()) return s;
+          w.sealed = std::make_unique<SealedStream>(std::move(seal));
+          w.hello.resize(mine.size() + svmd::kSealOverhead);
+        }
         continue;
       }
       std::memcpy(w.hello.data() + w.have, buf, size_t(r));
       w.have += size_t(r);
       if (w.have < w.hello.size()) continue;
+      std::vector<uint8_t> answer = mine;
+      if (w.sealed) {
+        std::vector<uint8_t> plain;
+        if (Status s = w.sealed->OpenOne(w.hello, &plain); !s.ok())
+          return Status::InvalidArgument(fmt::format("sealed hello: {}", s.ToString()));
+        w.hello = std::move(plain);
+        answer = w.sealed->SealOne(mine);
+      }
       if (Status s = CheckHello(w.hello, false, 0, peer); !s.ok()) return s;
-      if (!TransferAll(w.fd, const_cast<uint8_t*>(mine.data()), mine.size(), true, w.deadline))
+      if (!TransferAll(w.fd, answer.data(), answer.size(), true, w.deadline))
         return Status::InvalidArgument(Errno("answering hello"));
       *ready = true;
       return Status::Ok();
@@ -358,6 +392,7 @@ Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
       }
       if (!ready) continue;
       conns_[peer].fd = it->fd;
+      conns_[peer].sealed = std::move(it->sealed);
       waiting.erase(it);
       --missing;
     }
@@ -372,7 +407,7 @@ Status TcpNicImpl::AcceptPeers(Clock::time_point deadline) {
     w.peer = PeerName(fd);
     w.deadline = std::min(deadline, Clock::now() + kHandshakeTimeout);
     w.hello.resize(mine.size());
-    if (Status s = w.auth.Start(fd, opt_.key); !s.ok()) {
+    if (Status s = w.auth.Start(fd, opt_.key, opt_.seal); !s.ok()) {
       spdlog::error("nic {}: refusing a connection from {}: {}", self(), w.peer, s.ToString());
       close(fd);
       continue;

@@ -9,7 +9,10 @@
 // challenge-response, the dialler in the client role), then exchanges hellos
 // naming both nodes and the job epoch. A peer that fails the proof never gets
 // a NIC byte: the connection is closed and an spdlog error logged, and the
-// acceptor goes on accepting until its setup deadline. A malformed
+// acceptor goes on accepting until its setup deadline. With `seal`, everything
+// after the proof (hellos included) travels in AES-GCM records keyed from the
+// proof; a record that does not authenticate drops its connection as a
+// malformed frame does. A malformed
 // frame drops its connection with an spdlog error: the WRs pending on it
 // complete kFlushed and the locks the peer held pass on.
 //
@@ -38,6 +41,9 @@ struct TcpOptions {
   WaitPolicy recv_policy;              // for recv_queue()
   std::chrono::milliseconds setup_timeout{20'000};
   std::chrono::nanoseconds nic_spin{0};  // NIC thread polls its ring this long before sleeping
+  // Seal every connection with AES-GCM after the key proof (util/seal.h;
+  // sealed_stream.h): svmrun asks for it when the nodes are on several hosts.
+  bool seal = false;
   // Injection, 0 = off.
   uint64_t latency_ns = 0;
   uint64_t bandwidth_bytes_per_s = 0;

@@ -183,20 +183,28 @@ int TcpNicImpl::InlineRecv(int fd, uint8_t* p, size_t n) {
 
 void TcpNicImpl::FlushAll(bool nic_thread) {
   for (Conn& c : conns_) {
-    if (c.fd >= 0 && !c.send_armed && !c.tx_pending.empty()) Flush(c, nic_thread);
+    if (c.fd >= 0 && !c.send_armed && HasTx(c)) Flush(c, nic_thread);
   }
+}
+
+std::vector<uint8_t>& TcpNicImpl::Outgoing(Conn& c) {
+  if (!c.sealed) return c.tx_pending;
+  if (!c.tx_pending.empty()) c.sealed->Seal(&c.tx_pending);  // in send order: under mu_
+  return c.sealed->wire();
 }
 
 void TcpNicImpl::Flush(Conn& c, bool nic_thread) {
   if (!c.alive) {
     c.tx_pending.clear();
+    if (c.sealed) c.sealed->wire().clear();
     return;
   }
-  if (c.send_armed || c.tx_pending.empty() || (c.tx_handoff && !nic_thread)) return;
-  const size_t n = c.tx_pending.size();
-  int res = InlineSend(c.fd, c.tx_pending.data(), n);
+  if (c.send_armed || !HasTx(c) || (c.tx_handoff && !nic_thread)) return;
+  std::vector<uint8_t>& out = Outgoing(c);
+  const size_t n = out.size();
+  int res = InlineSend(c.fd, out.data(), n);
   if (res >= 0 && static_cast<size_t>(res) == n) {
-    c.tx_pending.clear();
+    out.clear();
     c.tx_handoff = false;
     return;
   }
@@ -204,7 +212,7 @@ void TcpNicImpl::Flush(Conn& c, bool nic_thread) {
     DropConn(c, fmt::format("send: {}", std::strerror(-res)), !stopping_);
     return;
   }
-  if (res > 0) c.tx_pending.erase(c.tx_pending.begin(), c.tx_pending.begin() + res);
+  if (res > 0) out.erase(out.begin(), out.begin() + res);
   if (nic_thread) {
     SendOnRing_nt(c);
   } else {
@@ -229,6 +237,7 @@ void TcpNicImpl::DropConn(Conn& c, const std::string& why, bool error) {
   }
   c.alive = false;
   c.tx_pending.clear();
+  if (c.sealed) c.sealed->wire().clear();
   c.tx_handoff = false;
   if (c.fd >= 0) shutdown(c.fd, SHUT_RDWR);  // armed ops complete; closed at destruction
   FlushSlots(c.peer);
@@ -283,6 +292,7 @@ bool TcpNicImpl::PrepareRx(Conn& c) {
 }
 
 bool TcpNicImpl::Receive(Conn& c, bool to_eagain) {
+  if (c.sealed) return ReceiveSealed(c, to_eagain);
   bool got = false;
   while (c.alive) {
     c.rx_blocked = !PrepareRx(c);
@@ -305,10 +315,52 @@ bool TcpNicImpl::Receive(Conn& c, bool to_eagain) {
   return got;
 }
 
+// As Receive, on a sealed connection: records are read, then opened onto
+// rx (which grows instead of blocking: injection is a model knob).
+bool TcpNicImpl::ReceiveSealed(Conn& c, bool to_eagain) {
+  bool got = false;
+  while (c.alive) {
+    const std::span<uint8_t> room = c.sealed->RecvRoom();
+    int res = InlineRecv(c.fd, room.data(), room.size());
+    if (res == -EAGAIN || res == -EINTR) break;
+    if (res <= 0) {
+      DropConn(c, res == 0 ? "peer closed" : std::strerror(-res), res < 0 && !stopping_);
+      break;
+    }
+    got = true;
+    c.sealed->Received(static_cast<size_t>(res));
+    if (!OpenRecords(c)) break;
+    if (inject_) StampArrivals_nt(c);
+    ProcessRx(c);
+    if (!to_eagain && static_cast<size_t>(res) < room.size()) break;
+  }
+  return got;
+}
+
+bool TcpNicImpl::OpenRecords(Conn& c) {
+  size_t n = 0;
+  Status error;
+  while (c.sealed->Front(&n, &error)) {
+    if (c.rx_begin == c.rx_end) c.rx_begin = c.rx_end = c.scan = 0;
+    if (c.rx.size() - c.rx_end < n && c.rx_begin > 0) {
+      std::memmove(c.rx.data(), c.rx.data() + c.rx_begin, c.rx_end - c.rx_begin);
+      c.rx_end -= c.rx_begin;
+      c.scan -= c.rx_begin;
+      c.rx_begin = 0;
+    }
+    if (c.rx.size() - c.rx_end < n) c.rx.resize(c.rx_end + n + kRxMinFree);
+    if (error = c.sealed->OpenFront(c.rx.data() + c.rx_end); !error.ok()) break;
+    c.rx_end += n;
+  }
+  if (error.ok()) return true;
+  DropConn(c, fmt::format("sealed stream: {}", error.ToString()), true);
+  return false;
+}
+
 // ---- the NIC thread --------------------------------------------------------
 
 void TcpNicImpl::SendOnRing_nt(Conn& c) {
-  std::swap(c.tx_pending, c.tx_inflight);
+  std::swap(Outgoing(c), c.tx_inflight);
   c.tx_off = 0;
   c.tx_handoff = false;
   c.send_armed = true;
@@ -572,6 +624,7 @@ void TcpNicImpl::StopAll_nt() {
     if (c.fd >= 0) shutdown(c.fd, SHUT_RDWR);
     c.alive = false;
     c.tx_pending.clear();
+    if (c.sealed) c.sealed->wire().clear();
     if (c.poll_armed) RemovePoll_nt(c);
   }
   for (NodeId n = 0; n < num_nodes(); ++n) FlushSlots(n);
@@ -618,7 +671,7 @@ void TcpNicImpl::Loop_nt() {
         parked_ = !inject_ && ActiveDrivers() > 0;
         for (Conn& c : conns_) {
           if (c.fd < 0) continue;
-          if (!c.send_armed && !c.tx_pending.empty()) Flush(c, true);
+          if (!c.send_armed && HasTx(c)) Flush(c, true);
           if (c.rx_blocked) Receive(c, true);
           if (!parked_) {
             ArmPoll_nt(c);

@@ -275,6 +275,39 @@ TEST_F(SvmdFaults, StoppedSvmdEndsTheJobNamingIt) {
   EXPECT_TRUE(AllGone(pids, 10)) << "svmrun told the nodes (its own control connections) to leave";
 }
 
+// Issue 18: a remote node stopped before it joins was caught only by
+// --timeout (svmrun cannot ping it yet). Its svmd reads /proc as svmrun does
+// for local nodes, kills it and says why; svmrun ends the job naming it.
+TEST_F(SvmdFaults, RemoteNodeStoppedBeforeJoiningEndsTheJob) {
+  Child c(Svmrun({"-n", "1", "--liveness-timeout", "1", "--hosts", Hosts(), "--key-file", key_},
+                 {FakeNode(), "--wait", "--delay-rendezvous", "4000"}));
+  // svmd's sessions run on threads: its children are listed per thread.
+  pid_t node = 0;
+  for (int i = 0; i < 200 && node == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::error_code ec;  // threads come and go while we look
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(svmd_->pid()) + "/task", ec)) {
+      std::ifstream in(task.path().string() + "/children");
+      for (pid_t p = 0; in >> p;) {
+        std::ifstream cmd("/proc/" + std::to_string(p) + "/cmdline");
+        std::string argv0;
+        std::getline(cmd, argv0, '\0');
+        if (argv0.find("fake_node") != std::string::npos) node = p;  // exec'd already
+      }
+    }
+  }
+  ASSERT_NE(node, 0) << "svmd started no node";
+  kill(node, SIGSTOP);
+  auto start = Clock::now();
+  EXPECT_EQ(c.ExitCode(), 255) << c.err;
+  EXPECT_LT(SecondsSince(start), 8.0);
+  EXPECT_NE(c.err.find("node 0 on "), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("stopped"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("(--liveness-timeout); ending the job"), std::string::npos) << c.err;
+  EXPECT_TRUE(AllGone({node}, 10));
+}
+
 TEST_F(SvmdFaults, StoppedSvmrunEndsTheRemoteJob) {
   Child c(Svmrun({"-n", "2", "--liveness-timeout", "1", "--hosts", Hosts(), "--key-file", key_},
                  {FakeNode(), "--wait"}));
@@ -453,6 +486,27 @@ TEST(Misuse, NodeZeroEndingWithoutExitEndsTheJob) {
     EXPECT_LT(SecondsSince(start), 20.0) << k.program[0];
     EXPECT_EQ(CountLines(c.out, "exit_early "), 1) << k.program[0] << ": " << c.out;
   }
+}
+
+// Issue 18: a flag polled on shared memory without synchronization hung
+// silently at 100 % of a core. --stall-report names the spinning thread, its
+// pc and the flag's page, once; --timeout then ends the job.
+TEST(Misuse, SpinningOnASharedFlagIsReported) {
+  NEEDS_LIBSVM();
+  Child c(Svmrun({"-n", "2", "--stall-report", "1", "--timeout", "60"}, {BuildDir() + "/tests/spin_flag"}, Libsvm()));
+  ASSERT_TRUE(c.WaitFor("flag page 0x")) << c.out << c.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(c.out, m, std::regex("flag page (0x[0-9a-f]+)"))) << c.out;
+  const std::string page = m[1];
+  // A second or two when the machine is quiet; allow a loaded one more.
+  EXPECT_TRUE(c.WaitFor("(--stall-report)", 40)) << c.err;
+  kill(c.pid(), SIGTERM);
+  EXPECT_NE(c.ExitCode(), 0) << c.err;
+  EXPECT_NE(c.err.find("svm: node 1: no protocol progress for 1 s"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("on shared page " + page + " "), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("in " + BuildDir() + "/tests/spin_flag"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find(" at pc 0x"), std::string::npos) << c.err;
+  EXPECT_EQ(CountLines(c.err, "no protocol progress"), 1) << c.err;  // once
 }
 
 }  // namespace

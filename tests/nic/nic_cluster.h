@@ -24,11 +24,13 @@ namespace svm::nic::testing {
 
 // kOfiTcp, kOfiShm: the ofi backend over libfabric's tcp;ofi_rxm and shm
 // providers (built when libfabric is found; OfiSkipReason says when not).
-enum class Backend { kFake, kTcp, kShm, kOfiTcp, kOfiShm };
+// kTcpSealed: tcp with every connection sealed (TcpOptions::seal).
+enum class Backend { kFake, kTcp, kShm, kOfiTcp, kOfiShm, kTcpSealed };
 inline const char* ToString(Backend b) {
   switch (b) {
     case Backend::kFake: return "fake";
     case Backend::kTcp: return "tcp";
+    case Backend::kTcpSealed: return "tcp_sealed";
     case Backend::kShm: return "shm";
     case Backend::kOfiTcp: return "ofi_tcp";
     case Backend::kOfiShm: return "ofi_shm";
@@ -103,6 +105,7 @@ struct Cluster {
       for (NodeId i = 0; i < n; ++i) {
         TcpOptions o = tmpl;
         if (o.key == JobKey{}) o.key = TestKey();
+        if (backend == Backend::kTcpSealed) o.seal = true;
         o.self = i;
         o.num_nodes = n;
         o.listen = "127.0.0.1:0";

@@ -4,6 +4,7 @@
 // sends, rx growth) and the injection knobs.
 #include <gtest/gtest.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "nic_ext/tcp/frame.h"
 #include "nic_ext/tcp/tcp_nic_impl.h"  // kMaxWaitingAccepts
 #include "util/auth.h"
+#include "util/seal.h"
 #include "tests/nic/nic_cluster.h"
 
 namespace svm::nic::testing {
@@ -559,6 +562,121 @@ TEST(TcpTransferTest, LargeWritesAndReadsRoundTrip) {
   Message m = WaitMessage(c[0]);
   EXPECT_EQ(m.bytes, src);
   other.join();
+}
+
+// A man in the middle between two NICs: forwards both ways and flips one bit
+// of what node 0 sends, `flip_at` bytes into the connection.
+class BitFlipProxy {
+ public:
+  BitFlipProxy(const std::string& target, size_t flip_at) : target_(target), flip_at_(flip_at) {
+    listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(listen_, 4), 0);
+    socklen_t len = sizeof a;
+    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    address_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~BitFlipProxy() {
+    stop_ = true;
+    thread_.join();
+    close(listen_);
+  }
+  const std::string& address() const { return address_; }
+  bool flipped() const { return flipped_; }
+
+ private:
+  void Run() {
+    pollfd l{listen_, POLLIN, 0};
+    while (!stop_ && poll(&l, 1, 100) <= 0) {
+    }
+    if (stop_) return;
+    int down = accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);  // node 1
+    int up = Dial(target_);                                        // node 0
+    size_t from_up = 0;
+    uint8_t buf[65536];
+    while (!stop_) {
+      pollfd p[2] = {{down, POLLIN, 0}, {up, POLLIN, 0}};
+      if (poll(p, 2, 100) <= 0) continue;
+      if (p[0].revents) {
+        ssize_t r = recv(down, buf, sizeof buf, 0);
+        if (r <= 0 || send(up, buf, size_t(r), MSG_NOSIGNAL) != r) break;
+      }
+      if (p[1].revents) {
+        ssize_t r = recv(up, buf, sizeof buf, 0);
+        if (r <= 0) break;
+        if (from_up <= flip_at_ && flip_at_ < from_up + size_t(r)) {
+          buf[flip_at_ - from_up] ^= 0x10;
+          flipped_ = true;
+        }
+        from_up += size_t(r);
+        if (send(down, buf, size_t(r), MSG_NOSIGNAL) != r) break;
+      }
+    }
+    close(down);
+    close(up);
+  }
+
+  std::string target_, address_;
+  size_t flip_at_;
+  int listen_ = -1;
+  std::atomic<bool> stop_{false}, flipped_{false};
+  std::thread thread_;
+};
+
+// Issue 18: a frame modified in flight must never give a wrong answer. In
+// clear, a flipped bit in a READ response is believed (the control case);
+// sealed, the record fails to open, the connection drops and the READ
+// completes with an error instead.
+TEST(TcpSealTest, BitFlippedInFlightNeverGivesAWrongAnswer) {
+  for (bool seal : {false, true}) {
+    SCOPED_TRACE(seal ? "sealed" : "in clear");
+    LogCapture log;
+    std::vector<std::unique_ptr<TcpNic>> nics(2);
+    std::vector<uint64_t> mem(512);
+    for (size_t i = 0; i < mem.size(); ++i) mem[i] = 0x0101010101010101ull * (i & 0x7f);
+    for (NodeId i = 0; i < 2; ++i) {
+      TcpOptions o;
+      o.self = i;
+      o.num_nodes = 2;
+      o.key = TestKey();
+      o.seal = seal;
+      ASSERT_TRUE(TcpNic::Create(o, &nics[i]).ok());
+      ASSERT_TRUE(nics[i]->RegisterRegion({kRegion, mem.data(), mem.size() * 8}).ok());
+    }
+    // Node 0's bytes on the connection: the key proof (hello 40 + proof 32),
+    // its NIC hello (sealed: + 20), then the READ response: header 16 +
+    // response 16, and the data. Flip a bit 100 bytes into the data.
+    const size_t hello = HelloBytes(0, 2).size() + (seal ? svmd::kSealOverhead : 0);
+    const size_t data_at = 72 + hello + (seal ? svmd::kSealHeader : 0) + frame::kHeaderBytes + frame::kResponseBytes;
+    BitFlipProxy proxy(nics[0]->listen_address(), data_at + 100);
+    std::vector<std::string> at0 = {nics[0]->listen_address(), nics[1]->listen_address()};
+    std::vector<std::string> at1 = {proxy.address(), nics[1]->listen_address()};
+    Status st0;
+    std::thread t([&] { st0 = nics[0]->Connect(at0); });
+    Status st1 = nics[1]->Connect(at1);
+    t.join();
+    ASSERT_TRUE(st0.ok()) << st0.ToString();
+    ASSERT_TRUE(st1.ok()) << st1.ToString();
+    CompletionQueue cq;
+    std::vector<uint8_t> got(1024);
+    Sge d{got.data(), uint32_t(got.size())};
+    const Completion c = PostWait(*nics[1], cq, WorkRequest::Read(0, kRegion, 0, {&d, 1}));
+    EXPECT_TRUE(proxy.flipped());
+    const bool same = std::memcmp(got.data(), mem.data(), got.size()) == 0;
+    if (!seal) {
+      EXPECT_EQ(c.status, WcStatus::kSuccess);
+      EXPECT_FALSE(same) << "the flip did not reach the data: the test proves nothing";
+    } else {
+      EXPECT_NE(c.status, WcStatus::kSuccess) << "a tampered READ response was accepted";
+      EXPECT_TRUE(log.Contains("does not authenticate")) << log.All();
+    }
+    nics[0]->Shutdown();
+    nics[1]->Shutdown();
+  }
 }
 
 TEST(TcpTransferTest, InjectionKnobsKeepSemantics) {
