@@ -734,6 +734,18 @@ TEST(NodeModeTest, RemoteReadOfAPageRun) {
   EXPECT_EQ(h.prot(10), Prot::kRead);
 }
 
+// Thread 0 of n acquires a lock homed at node 1 whose grant names node 1's
+// interval 1, in which node 1 wrote page p (its notice deposited, dw on).
+void AcquireAfterNode1Wrote(Node& n, ModeHost& h, PageId p) {
+  const LockId l = PinnedLock(1, 9);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
+  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
+  h.inbox.push_back({1, 1, {p}});
+  n.Poll();
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+}
+
 // rf: an invalid page's copy may land in its frame (one copy, not two); a
 // dirty page's cannot (its safe fetch merges through the twin).
 TEST(NodeModeTest, RemoteReadLandsInTheFrameOfAnInvalidPage) {
@@ -747,13 +759,7 @@ TEST(NodeModeTest, RemoteReadLandsInTheFrameOfAnInvalidPage) {
   EXPECT_EQ(h.Frame(1)[7], 42);
   ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);  // twinned, dirty
   h.Frame(1)[8] = 1;
-  const LockId l = PinnedLock(1, 9);
-  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
-  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
-  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
-  h.inbox.push_back({1, 1, {1}});  // node 1 wrote page 1
-  n.Poll();
-  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);  // the notice makes the dirty copy stale
+  ASSERT_NO_FATAL_FAILURE(AcquireAfterNode1Wrote(n, h, 1));  // the dirty copy goes stale
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
   EXPECT_EQ(h.in_place.back(), false);
 }
@@ -820,13 +826,7 @@ TEST(NodeModeTest, FirstRemoteReadMarksThePage) {
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);  // page 1: homed at node 1
   ASSERT_TRUE(n.OnPageRead(1, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
   EXPECT_EQ(h.marked, std::vector<PageId>{1});
-  const LockId l = PinnedLock(1, 9);
-  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
-  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
-  ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
-  h.inbox.push_back({1, 1, {1}});  // node 1 wrote page 1
-  n.Poll();
-  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);  // invalidates page 1
+  ASSERT_NO_FATAL_FAILURE(AcquireAfterNode1Wrote(n, h, 1));  // invalidates page 1
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
   EXPECT_EQ(h.reads.size(), 2u);
   EXPECT_EQ(h.marked.size(), 1u);
