@@ -76,6 +76,10 @@ class QueueDriver {
   virtual bool Drive() = 0;
   virtual void Enter() {}
   virtual void Leave(bool got) { (void)got; }
+  // Leave, for a waiter that goes on to Sleep here (nothing to hand over).
+  virtual void LeaveToSleep() { Leave(false); }
+  // Whether Sleep can sleep (false: it returns false at once).
+  virtual bool CanSleep() const { return false; }
   // Sleeps until the source may have work for the queue, ready() holds, or
   // `timeout` passed; false (at once) if this driver cannot sleep, and the
   // queue sleeps on its condition variable instead. Whoever pushes to the
@@ -93,7 +97,7 @@ namespace internal {
 // SpinUntil, driving d between checks (each Drive is a syscall or so, so the
 // clock is read every round).
 template <typename F>
-bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
+bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until, bool then_sleeps = false) {
   if (ready()) return true;
   d.Enter();
   for (uint32_t i = 1;; ++i) {
@@ -103,7 +107,11 @@ bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
       return true;
     }
     if (Clock::now() >= until) {
-      d.Leave(false);
+      if (then_sleeps) {
+        d.LeaveToSleep();
+      } else {
+        d.Leave(false);
+      }
       return false;
     }
     if ((i & 255) == 0) sched_yield();
@@ -191,8 +199,10 @@ class WaitQueue {
     const auto deadline = start + timeout;
     auto ready = [this] { return size_.load(std::memory_order_acquire) != 0; };
     if (ready()) return true;
-    auto spin = [&](Clock::time_point until) { return Spin(ready, until); };
-    if (policy_.mode == WaitMode::kBusyPoll) return spin(deadline);
+    std::shared_ptr<QueueDriver> driver = CurrentDriver();
+    const bool sleeps_on_driver = driver && driver->CanSleep();
+    auto spin = [&](Clock::time_point until) { return Spin(ready, until, sleeps_on_driver); };
+    if (policy_.mode == WaitMode::kBusyPoll) return Spin(ready, deadline);
     auto budget = std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
     if (spin(std::min(deadline, start + budget))) {
       auto took = Clock::now() - start;
@@ -254,10 +264,11 @@ class WaitQueue {
   }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   template <typename F>
-  bool Spin(F ready, internal::Clock::time_point until) {
+  bool Spin(F ready, internal::Clock::time_point until, bool then_sleeps = false) {
     if (ready()) return true;
     std::shared_ptr<QueueDriver> driver = CurrentDriver();
-    return driver ? internal::DriveUntil(ready, *driver, until) : internal::SpinUntil(ready, until);
+    return driver ? internal::DriveUntil(ready, *driver, until, then_sleeps)
+                  : internal::SpinUntil(ready, until);
   }
   size_t PopLocked(std::span<T> out) {
     size_t n = 0;
