@@ -220,8 +220,9 @@ class WaitQueue {
         if (spin(std::min(deadline, Clock::now() + internal::kMinSpin))) break;
       }
       if (slept) {
-        Adapt(std::max(internal::kMinSpin, budget / 2));
-        return ready();
+        const bool got = ready();
+        AdaptAfterSleep(got, Clock::now() - start, budget);
+        return got;
       }
     }
     std::unique_lock<std::mutex> l(mu_);
@@ -230,12 +231,7 @@ class WaitQueue {
         cv_.wait_until(l, deadline, [this] { return !items_.empty() || stop_waits_; }) && !items_.empty();
     --sleepers_;
     l.unlock();
-    auto took = Clock::now() - start;
-    if (got && took < internal::kMaxSpin) {
-      Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
-    } else {
-      Adapt(std::max(internal::kMinSpin, budget / 2));
-    }
+    AdaptAfterSleep(got, Clock::now() - start, budget);
     return got;
   }
 
@@ -278,6 +274,15 @@ class WaitQueue {
     }
     size_.store(items_.size(), std::memory_order_release);
     return n;
+  }
+  // A wait that slept but ended soon would have been caught by a spin that
+  // long; one that ended late (or not at all) shrinks the spin.
+  void AdaptAfterSleep(bool got, internal::Clock::duration took, std::chrono::nanoseconds budget) {
+    if (got && took < internal::kMaxSpin) {
+      Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
+    } else {
+      Adapt(std::max(internal::kMinSpin, budget / 2));
+    }
   }
   void Adapt(std::chrono::nanoseconds b) {
     b = std::clamp(b, internal::kMinSpin, internal::kMaxSpin);

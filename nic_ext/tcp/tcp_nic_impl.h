@@ -135,7 +135,7 @@ class TcpNicImpl final : public TcpNic {
     void Enter() override { active_.fetch_add(1, std::memory_order_seq_cst); }
     void Leave(bool got) override;
     void LeaveToSleep() override { active_.fetch_sub(1, std::memory_order_seq_cst); }
-    bool CanSleep() const override { return true; }
+    bool CanSleep() const override { return !all_peers_; }
     bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) override;
     void Interrupt() override;
     void Retire();  // ends every Sleep and waits them out

@@ -322,7 +322,7 @@ bool TcpNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::func
     std::lock_guard<std::mutex> l(sleep_mu_);
     // Retire clears nic_ before it sets interrupted_: a sleeper that got the
     // NIC registers before Retire looks, so the NIC outlives its Sleep.
-    if (nic == nullptr || interrupted_ || me < 0) return false;
+    if (nic == nullptr || interrupted_ || me < 0 || !CanSleep()) return false;
     sleepers_.push_back(me);
     sleeping_.fetch_add(1, std::memory_order_seq_cst);
   }
