@@ -211,9 +211,28 @@ void Runtime::Send(NodeId to, std::vector<uint8_t> bytes) {
   for (std::vector<uint8_t>& f : Fragment(std::move(bytes), opts_.max_send)) PostSend(to, std::move(f));
 }
 
+std::vector<uint8_t> Runtime::SendBuffer() {
+  if (spare_buffers_.empty()) return {};
+  std::vector<uint8_t> b = std::move(spare_buffers_.back());
+  spare_buffers_.pop_back();
+  return b;
+}
+
 void Runtime::PostSend(NodeId to, std::vector<uint8_t> bytes) {
-  const uint64_t id = next_wr_++;
-  std::vector<uint8_t>& buf = in_flight_[id] = std::move(bytes);
+  uint32_t id;
+  if (free_send_slots_.empty()) {
+    id = uint32_t(in_flight_.size());
+    in_flight_.emplace_back();
+  } else {
+    id = free_send_slots_.back();
+    free_send_slots_.pop_back();
+  }
+  std::vector<uint8_t>& buf = in_flight_[id];
+  std::swap(buf, bytes);
+  if (bytes.capacity() > 0 && spare_buffers_.size() < kSpareSendBuffers) {
+    bytes.clear();
+    spare_buffers_.push_back(std::move(bytes));  // the slot's storage from its last send
+  }
   nic::Sge sge{buf.data(), uint32_t(buf.size())};
   const nic::WorkRequest wr = nic::WorkRequest::Send(to, {&sge, 1}, id);
   if (Status st = nic_->Post(&send_cq_, {&wr, 1}); !st.ok())
@@ -236,7 +255,8 @@ void Runtime::ReapSends() {
       if (done[i].status != nic::WcStatus::kSuccess)
         NetworkFailed(fmt::format("message to node {} lost: {}", done[i].peer,
                                   nic::ToString(done[i].status)));
-      in_flight_.erase(done[i].wr_id);
+      in_flight_[done[i].wr_id].clear();  // its storage serves a later send
+      free_send_slots_.push_back(uint32_t(done[i].wr_id));
     }
   }
 }

@@ -56,6 +56,8 @@ namespace svm::rt {
 // Most threads one node runs at a time (application threads, plus a slot for
 // each runtime thread that ever enters the protocol).
 inline constexpr uint32_t kMaxSlots = 256;
+// Storage of past SEND buffers kept for later ones (Runtime::SendBuffer).
+inline constexpr size_t kSpareSendBuffers = 16;
 // Largest .data + .bss shared (pages after the heap region's in the Node):
 // 256 GiB. The Node's page ids are fixed before the globals are mapped; the
 // reservation costs only address space (the per-page tables are lazy).
@@ -145,6 +147,7 @@ class Runtime final : public Host {
 
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
+  std::vector<uint8_t> SendBuffer() override;  // REQUIRES: mu_ held
   std::span<uint8_t> Frame(PageId p) override;
   PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
@@ -310,7 +313,11 @@ class Runtime final : public Host {
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)
   std::vector<ThreadId> free_slots_;  // GUARDED_BY(mu_)
   uint64_t next_wr_ = 1;     // GUARDED_BY(mu_)
-  std::map<uint64_t, std::vector<uint8_t>> in_flight_;  // GUARDED_BY(mu_): SEND buffers
+  // SEND buffers until their completion, by slot (the wr_id); the storage
+  // of completed ones is kept for later sends (SendBuffer). GUARDED_BY(mu_).
+  std::vector<std::vector<uint8_t>> in_flight_;
+  std::vector<uint32_t> free_send_slots_;
+  std::vector<std::vector<uint8_t>> spare_buffers_;
 
   // Exported memory (in memory files, which the shm transport hands its
   // peers; sparse: a page costs only once touched) and one-sided operations.

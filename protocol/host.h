@@ -25,6 +25,11 @@ class Host {
   // per pair of nodes; delivery is asynchronous.
   virtual void Send(NodeId to, std::vector<uint8_t> bytes) = 0;
 
+  // An empty buffer to encode the next Send into: one whose storage a past
+  // Send left behind, where the host keeps them, so sending allocates
+  // nothing once the buffers have grown.
+  virtual std::vector<uint8_t> SendBuffer() { return {}; }
+
   // The protocol's view of page p's frame on this node: always readable and
   // writable, whatever the application view's protection. Page-sized.
   virtual std::span<uint8_t> Frame(PageId p) = 0;

@@ -40,7 +40,8 @@ Node::~Node() = default;
 
 void Node::Send(NodeId to, const Message& m) {
   assert(to != config_.self && to < nodes());
-  std::vector<uint8_t> bytes = wire::Encode(m, config_.epoch);
+  std::vector<uint8_t> bytes = host_->SendBuffer();
+  wire::Encode(m, config_.epoch, &bytes);
   const auto type = static_cast<size_t>(TypeOf(m));
   stats_.messages_sent[type]++;
   stats_.bytes_sent[type] += bytes.size();
@@ -50,8 +51,20 @@ void Node::Send(NodeId to, const Message& m) {
 Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
   if (from >= nodes() || from == config_.self)
     return Status::InvalidArgument("message from an impossible sender");
-  Message msg;
-  Status st = wire::Decode(bytes, config_.epoch, nodes(), &msg);
+  // Into rx_, whose vectors keep their storage from one message to the next
+  // (no allocation per page reply), unless a handler is receiving already.
+  Message nested;
+  Message& msg = receiving_ ? nested : rx_;
+  const bool outer = !receiving_;
+  receiving_ = true;
+  struct Done {
+    bool& receiving;
+    bool outer;
+    ~Done() {
+      if (outer) receiving = false;
+    }
+  } done{receiving_, outer};
+  Status st = wire::DecodeReusing(bytes, config_.epoch, nodes(), &msg);
   if (!st.ok()) return st;
   if (!IsProtocolMessage(TypeOf(msg)))
     return Status::InvalidArgument("runtime message handed to the protocol");

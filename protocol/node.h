@@ -313,6 +313,17 @@ class Node {
   std::vector<LockId> pending_grants_;        // grants whose notices are due
   std::vector<BarrierRelease> pending_releases_;
   std::vector<PageId> version_waits_;         // dd: home pages awaiting diffs
+  // The body of type T in tx_, for a message the fault path sends often:
+  // its vectors keep their storage from one message to the next.
+  template <typename T>
+  T& Outgoing() {
+    if (!std::holds_alternative<T>(tx_)) tx_.emplace<T>();
+    return std::get<T>(tx_);
+  }
+
+  Message tx_;             // see Outgoing
+  Message rx_;             // Receive decodes into it, reusing its storage
+  bool receiving_ = false; // a Receive is under way (rx_ is taken)
   NodeStats stats_;
 };
 

@@ -273,7 +273,11 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count) {
     stats_.remote_reads++;
     host_->ReadPages(pg.home, p, count, mark, pg.state == Page::State::kInvalid);
   } else {
-    Send(pg.home, FetchRequest{p, pg.need, count});
+    FetchRequest& req = Outgoing<FetchRequest>();
+    req.page = p;
+    req.need = pg.need;  // into the storage the last request had
+    req.count = count;
+    Send(pg.home, tx_);
   }
 }
 

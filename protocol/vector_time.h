@@ -24,6 +24,9 @@ class VectorTime {
   IntervalId operator[](NodeId n) const { return t_[n]; }
   IntervalId& operator[](NodeId n) { return t_[n]; }
   const std::vector<IntervalId>& entries() const { return t_; }
+  // `nodes` entries, all zero, in the storage this one has (no allocation
+  // when it held as many before).
+  void Reset(size_t nodes) { t_.assign(nodes, 0); }
 
   // REQUIRES: size() == o.size() for all binary operations below.
   // Every entry <= the other's.

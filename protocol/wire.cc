@@ -162,9 +162,8 @@ class BodyReader {
     if (!ok()) return;
     if (count != nodes_) return Fail(field, "vector size is not the node count");
     if (!r_.CanHold(count, kEntryBytes)) return Fail(field, "truncated");
-    std::vector<IntervalId> entries(count);
-    for (IntervalId& e : entries) U32(&e, field);
-    if (ok()) *v = VectorTime(std::move(entries));
+    v->Reset(count);  // in place: a reused body keeps its storage
+    for (NodeId n = 0; n < count; ++n) U32(&(*v)[n], field);
   }
 
   // A u32 below limit.
@@ -185,9 +184,8 @@ class BodyReader {
     Count(&count, max, field);
     if (!ok()) return;
     if (!r_.CanHold(count, kEntryBytes * (size_t(nodes_) + 1))) return Fail(field, "count exceeds body");
-    std::vector<VectorTime> vectors(count);
-    for (VectorTime& x : vectors) Vector(&x, field);
-    if (ok()) *v = std::move(vectors);
+    v->resize(count);  // the vectors kept keep their storage
+    for (VectorTime& x : *v) Vector(&x, field);
   }
 
   // u32 length, then that many bytes.
@@ -328,9 +326,23 @@ void ReadBody(BodyReader& r, RemoteFree* m) { r.U64List(&m->blocks, "blocks"); }
 
 void ReadBody(BodyReader& r, SyncWake* m) { r.U64(&m->object, "object"); }
 
-// Decodes a body of type T; *out is assigned only on success.
+// The bodies DecodeReusing decodes in place: those of the fault path. Their
+// ReadBody writes every field.
 template <typename T>
-Status DecodeAs(BodyReader& r, Message* out) {
+constexpr bool kDecodedInPlace =
+    std::is_same_v<T, FetchRequest> || std::is_same_v<T, PageReply> || std::is_same_v<T, DiffMessage>;
+
+// Decodes a body of type T; *out is assigned only on success, unless
+// `reuse` lets a body of the fault path be decoded into *out in place.
+template <typename T>
+Status DecodeAs(BodyReader& r, Message* out, bool reuse) {
+  if constexpr (kDecodedInPlace<T>) {
+    if (reuse) {
+      if (!std::holds_alternative<T>(*out)) out->template emplace<T>();
+      ReadBody(r, &std::get<T>(*out));
+      return r.Finish();
+    }
+  }
   T m;
   ReadBody(r, &m);
   Status s = r.Finish();
@@ -381,7 +393,9 @@ Status DecodeHeader(std::span<const uint8_t> bytes, Header* out) {
   return Status::Ok();
 }
 
-Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out) {
+namespace {
+Status DecodeMessage(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out,
+                     bool reuse) {
   if (nodes > kMaxNodes) return Status::InvalidArgument("wire: more nodes than kMaxNodes");
   Header h;
   Status s = DecodeHeader(bytes, &h);
@@ -396,24 +410,33 @@ Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Me
   }
   BodyReader r(bytes.subspan(kHeaderBytes), h.type, nodes);
   switch (h.type) {
-    case MessageType::kFetchRequest: return DecodeAs<FetchRequest>(r, out);
-    case MessageType::kPageReply: return DecodeAs<PageReply>(r, out);
-    case MessageType::kDiff: return DecodeAs<DiffMessage>(r, out);
-    case MessageType::kLockRequest: return DecodeAs<LockRequest>(r, out);
-    case MessageType::kLockGrant: return DecodeAs<LockGrant>(r, out);
-    case MessageType::kBarrierArrive: return DecodeAs<BarrierArrive>(r, out);
-    case MessageType::kBarrierRelease: return DecodeAs<BarrierRelease>(r, out);
-    case MessageType::kHomeClaim: return DecodeAs<HomeClaim>(r, out);
-    case MessageType::kHomeReply: return DecodeAs<HomeReply>(r, out);
-    case MessageType::kSpawnRequest: return DecodeAs<SpawnRequest>(r, out);
-    case MessageType::kSpawnReply: return DecodeAs<SpawnReply>(r, out);
-    case MessageType::kJoinRequest: return DecodeAs<JoinRequest>(r, out);
-    case MessageType::kJoinReply: return DecodeAs<JoinReply>(r, out);
-    case MessageType::kDetachRequest: return DecodeAs<DetachRequest>(r, out);
-    case MessageType::kRemoteFree: return DecodeAs<RemoteFree>(r, out);
-    case MessageType::kSyncWake: return DecodeAs<SyncWake>(r, out);
+    case MessageType::kFetchRequest: return DecodeAs<FetchRequest>(r, out, reuse);
+    case MessageType::kPageReply: return DecodeAs<PageReply>(r, out, reuse);
+    case MessageType::kDiff: return DecodeAs<DiffMessage>(r, out, reuse);
+    case MessageType::kLockRequest: return DecodeAs<LockRequest>(r, out, reuse);
+    case MessageType::kLockGrant: return DecodeAs<LockGrant>(r, out, reuse);
+    case MessageType::kBarrierArrive: return DecodeAs<BarrierArrive>(r, out, reuse);
+    case MessageType::kBarrierRelease: return DecodeAs<BarrierRelease>(r, out, reuse);
+    case MessageType::kHomeClaim: return DecodeAs<HomeClaim>(r, out, reuse);
+    case MessageType::kHomeReply: return DecodeAs<HomeReply>(r, out, reuse);
+    case MessageType::kSpawnRequest: return DecodeAs<SpawnRequest>(r, out, reuse);
+    case MessageType::kSpawnReply: return DecodeAs<SpawnReply>(r, out, reuse);
+    case MessageType::kJoinRequest: return DecodeAs<JoinRequest>(r, out, reuse);
+    case MessageType::kJoinReply: return DecodeAs<JoinReply>(r, out, reuse);
+    case MessageType::kDetachRequest: return DecodeAs<DetachRequest>(r, out, reuse);
+    case MessageType::kRemoteFree: return DecodeAs<RemoteFree>(r, out, reuse);
+    case MessageType::kSyncWake: return DecodeAs<SyncWake>(r, out, reuse);
   }
   return Status::Malformed("wire: unknown type");  // unreachable: DecodeHeader checked
+}
+}  // namespace
+
+Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out) {
+  return DecodeMessage(bytes, epoch, nodes, out, false);
+}
+
+Status DecodeReusing(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out) {
+  return DecodeMessage(bytes, epoch, nodes, out, true);
 }
 
 }  // namespace svm::wire

@@ -49,4 +49,10 @@ Status DecodeHeader(std::span<const uint8_t> bytes, Header* out);
 // nodes > kMaxNodes is an InvalidArgument. Every decoding rule: doc/wire.md.
 Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out);
 
+// As Decode, except that a fetch request, page reply or diff is decoded into
+// the body of its type *out already holds, in place: a receiver that decodes
+// into one Message each time allocates nothing once its vectors have grown.
+// On failure *out may hold a partly decoded body.
+Status DecodeReusing(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out);
+
 }  // namespace svm::wire
