@@ -372,7 +372,10 @@ void Runtime::HandlerLoop() {
     if (nic_->recv_queue().WaitReady(idle)) {
       std::lock_guard<std::mutex> d(dispatch_mu_);
       size_t n = nic_->recv_queue().Poll(batch);
-      for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
+      for (size_t i = 0; i < n; ++i) {
+        Dispatch(batch[i].from, batch[i].bytes);
+        nic_->Recycle(std::move(batch[i].bytes));
+      }
     }
     if (rings_) rings_->Drain();
     if (poll_hint_.load(std::memory_order_relaxed) || os_cq_.size() != 0) {
@@ -399,7 +402,10 @@ bool Runtime::DispatchWhileWaiting() {
   if (!d.owns_lock() || stopping_.load(std::memory_order_relaxed)) return false;
   nic::Message batch[16];
   size_t n = nic_->recv_queue().PollIf(std::span<nic::Message>(batch), IsProtocolBytes);
-  for (size_t i = 0; i < n; ++i) Dispatch(batch[i].from, batch[i].bytes);
+  for (size_t i = 0; i < n; ++i) {
+    Dispatch(batch[i].from, batch[i].bytes);
+    nic_->Recycle(std::move(batch[i].bytes));
+  }
   return n > 0;
 }
 

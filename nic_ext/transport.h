@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -162,6 +163,11 @@ class Nic {
   // SEND messages from peers (and from this node to itself), FIFO per sender.
   RecvQueue& recv_queue() { return recv_queue_; }
 
+  // Hands back the storage of a received message the consumer is done with:
+  // the backend fills it with a later message (RecvBuffer), so steady
+  // traffic allocates nothing. Thread-safe.
+  void Recycle(std::vector<uint8_t>&& bytes);
+
   // Stops the NIC: pending WRs complete kFlushed, threads are joined, sockets
   // closed. Idempotent; the destructor calls it.
   virtual void Shutdown() = 0;
@@ -173,10 +179,15 @@ class Nic {
   // Checks one WR against the shared limits (used by every backend's Post).
   Status Validate(const WorkRequest& wr) const;
 
+  // Empty, with the storage of a recycled message where there is one.
+  std::vector<uint8_t> RecvBuffer();
+
  private:
   NodeId self_;
   uint32_t num_nodes_;
   RecvQueue recv_queue_;
+  std::mutex pool_mu_;
+  std::vector<std::vector<uint8_t>> pool_;  // guarded by pool_mu_
 };
 
 }  // namespace svm::nic

@@ -107,6 +107,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
   if (to == self()) {
     Message m;
     m.from = self();
+    m.bytes = RecvBuffer();
     m.bytes.reserve(wr.Bytes());
     for (uint32_t i = 0; i < wr.num_sge; ++i) {
       auto* b = static_cast<const uint8_t*>(wr.sge[i].addr);
@@ -216,10 +217,13 @@ bool ShmNicImpl::Drain() {
       NoteGone(s);
       continue;
     }
-    const RingReader::Result r = p.reader.Read(layout_.ring(own, s), size, &head, tail, s, [&](Message&& m) {
-      recv_queue().Push(std::move(m));
-      n_drained_.fetch_add(1, std::memory_order_relaxed);
-    });
+    const RingReader::Result r = p.reader.Read(
+        layout_.ring(own, s), size, &head, tail, s,
+        [&](Message&& m) {
+          recv_queue().Push(std::move(m));
+          n_drained_.fetch_add(1, std::memory_order_relaxed);
+        },
+        [this] { return RecvBuffer(); });
     if (r == RingReader::Result::kTooLong) {
       spdlog::error("shm: node {}: a message of {} bytes from node {} (at most {}); cutting it off", self(),
                     p.reader.want(), s, kMaxMessage);
