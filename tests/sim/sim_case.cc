@@ -346,6 +346,7 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->notices_deposited += b.notices_deposited;
   a->notices_taken += b.notices_taken;
   a->nic_locks += b.nic_locks;
+  a->home_claims += b.home_claims;
   a->polls += b.polls;
   for (size_t i = 0; i < a->messages_sent.size(); ++i) a->messages_sent[i] += b.messages_sent[i];
   for (size_t i = 0; i < a->bytes_sent.size(); ++i) a->bytes_sent[i] += b.bytes_sent[i];

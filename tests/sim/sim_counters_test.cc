@@ -99,6 +99,14 @@ TEST(SimCounters, OffloadedKindsHaveNoHandler) {
       if (LocksAtNic(mode)) {
         EXPECT_EQ(s.nic_locks, s.remote_acquires) << ToFlags(c);
       }
+      // First touch from rf on: claims are CASes at the manager, never
+      // messages (every case has >= 2 nodes).
+      if (home == HomePolicy::kFirstTouch && ReadsRemotely(mode)) {
+        EXPECT_GT(s.home_claims, 0u) << ToFlags(c);
+        EXPECT_EQ(Sent(s, MessageType::kHomeClaim) + Sent(s, MessageType::kHomeReply), 0u) << ToFlags(c);
+      } else {
+        EXPECT_EQ(s.home_claims, 0u) << ToFlags(c);
+      }
       AddStats(&sum, s);
       nic_ops += r.nic_ops;
       polls += r.polls;
@@ -119,9 +127,10 @@ TEST(SimCounters, OffloadedKindsHaveNoHandler) {
       EXPECT_GE(Sent(sum, MessageType::kLockRequest), Sent(sum, MessageType::kLockGrant));
     }
     EXPECT_EQ(Handled(sum, HandlerKind::kNotice), 0u);
-    // Barriers and (first touch) home claims stay messages in every mode.
+    // Barriers stay messages in every mode; first-touch home claims up to dw.
     EXPECT_GT(Handled(sum, HandlerKind::kBarrier), 0u);
-    EXPECT_GT(Handled(sum, HandlerKind::kDirectory), 0u);
+    EXPECT_EQ(Handled(sum, HandlerKind::kDirectory) > 0, !ReadsRemotely(mode));
+    EXPECT_EQ(sum.home_claims > 0, ReadsRemotely(mode));
     // The one-sided work shows, and only in the modes that do it.
     EXPECT_EQ(sum.notices_deposited > 0, DepositsNotices(mode));
     EXPECT_EQ(sum.notices_taken > 0, DepositsNotices(mode));
