@@ -1052,6 +1052,31 @@ TEST(NodeModeTest, FirstTouchClaimIsACasAtTheManager) {
   }
 }
 
+// Only the words right after p that name p's home count: a page whose word
+// names another node, and every page after it, is claimed when touched.
+TEST(NodeModeTest, FirstTouchClaimLearnsOnlyTheSameHome) {
+  ModeHost h(3);
+  NodeConfig cfg = FirstTouchConfig(Mode::kRf, 0);
+  cfg.geometry.nodes = 3;  // managers: node 0 pages 0..3, node 1 4..7, node 2 8..11
+  Node n(cfg, &h);
+  ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+  // Node 2 is home of pages 4, 5 and 7; node 1 of page 6.
+  ASSERT_TRUE(n.OnHomeClaimed(4, 3, std::vector<uint64_t>{3, 2, 3}).ok());
+  ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+  ASSERT_TRUE(n.OnPageRead(2, 4, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_EQ(n.Fault(0, 5, Access::kRead), Outcome::kBlocked);  // a sweep, but page 6 is node 1's
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{2, 5}));
+  EXPECT_EQ(h.read_counts.back(), 1u);
+  ASSERT_TRUE(n.OnPageRead(2, 5, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 6, 2}));
+  ASSERT_TRUE(n.OnHomeClaimed(6, 2, std::vector<uint64_t>{3}).ok());
+  ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 6}));
+  EXPECT_EQ(h.read_counts.back(), 1u);
+  EXPECT_EQ(h.claims.size(), 2u);
+}
+
 // A node claims the pages it manages through its own NIC too (atomic with
 // its peers' CASes); winning makes it home, with no read.
 TEST(NodeModeTest, FirstTouchClaimWonAtHomeNeedsNoRead) {

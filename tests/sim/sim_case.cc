@@ -316,7 +316,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (29 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (30 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
