@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -232,6 +233,26 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
   op->page = p;
   op->count = count - 1;
   op->buf.resize(size_t(op->count) * sizeof(uint64_t));
+  if (manager == self() && LocalAtomicsMatchNic()) {
+    // Served here as the NIC would serve it, without its round trip (over
+    // tcp a loopback through the NIC thread); completed the same way.
+    for (uint32_t i = 0; i < op->count; ++i) {
+      const uint64_t w = std::atomic_ref<uint64_t>(home_words_[p + 1 + i]).load(std::memory_order_acquire);
+      std::memcpy(op->buf.data() + i * sizeof(uint64_t), &w, sizeof w);
+    }
+    uint64_t old = 0;
+    std::atomic_ref<uint64_t>(home_words_[p]).compare_exchange_strong(old, uint64_t(self()) + 1,
+                                                                      std::memory_order_acq_rel);
+    const uint64_t id = next_wr_++;
+    os_ops_.emplace(id, std::move(op));
+    nic::Completion c;
+    c.wr_id = id;
+    c.op = nic::Opcode::kCas;
+    c.peer = self();
+    c.value = old;
+    os_cq_.Push(c);
+    return;
+  }
   nic::Sge words{op->buf.data(), uint32_t(op->buf.size())};
   nic::WorkRequest wrs[2];
   size_t n = 0;
@@ -239,6 +260,12 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
   wrs[n++] = nic::WorkRequest::Cas(manager, kHomeWords, p * sizeof(uint64_t), 0, uint64_t(self()) + 1);
   PostOneSided(std::move(op), std::span(wrs, n));
 }
+
+// shm serves a peer's CAS with a CPU atomic on the word itself (mapped
+// here too), and tcp's NIC thread does the same on the registered memory
+// (RegionTable::Serve), so a local atomic on the word is atomic with them.
+// An RDMA NIC's atomics (ofi, verbs) are atomic only among themselves.
+bool Runtime::LocalAtomicsMatchNic() const { return opts_.transport == "shm" || opts_.transport == "tcp"; }
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
   auto op = std::make_unique<OneSided>();

@@ -246,6 +246,9 @@ class Runtime final : public Host {
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
   void PostLockClaim(std::unique_ptr<OneSided> op);
   void PostTailSwap(std::unique_ptr<OneSided> op);
+  // Whether a CPU atomic on an exported word here is atomic with the CAS
+  // and FAA peers' NICs make on it.
+  bool LocalAtomicsMatchNic() const;
   // nil: takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
   void HeedNudge();
   // Runs the completions in done. REQUIRES: mu_ held.
