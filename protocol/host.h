@@ -93,8 +93,8 @@ class Host {
   // rf and up, first touch: READ manager's HomeWord of pages
   // (p, p + count), then CAS its HomeWord(p) from 0 to this node + 1,
   // posted together (1 <= count <= kMaxPageRun, p + count <= the end of the
-  // manager's block). `manager` may be this node: its claims go through its
-  // own NIC too, so that they are atomic with its peers'. Completes with
+  // manager's block). `manager` may be this node; its CAS must then be
+  // atomic with its peers' NICs' CASes on the word too. Completes with
   // Node::OnHomeClaimed: the word's old value and the words read.
   virtual void ClaimHome(NodeId manager, PageId p, uint32_t count) = 0;
 

@@ -1077,8 +1077,8 @@ TEST(NodeModeTest, FirstTouchClaimLearnsOnlyTheSameHome) {
   EXPECT_EQ(h.claims.size(), 2u);
 }
 
-// A node claims the pages it manages through its own NIC too (atomic with
-// its peers' CASes); winning makes it home, with no read.
+// A node claims the pages it manages by Host::ClaimHome too (its CAS must
+// be atomic with its peers'); winning makes it home, with no read.
 TEST(NodeModeTest, FirstTouchClaimWonAtHomeNeedsNoRead) {
   ModeHost h(2);
   Node n(FirstTouchConfig(Mode::kRf, 0), &h);
