@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -69,6 +70,10 @@ Status Runtime::OpenExported() {
     if (rings_->DepositRegion().base == nullptr || rings_->HeadsRegion().base == nullptr)
       return Status::Unsupported("mapping the write-notice rings failed");
   }
+  if (n > 1 && opts_.home == HomePolicy::kFirstTouch && ReadsRemotely(opts_.mode)) {
+    if (Status st = Export("svm-homes", geometry_.pages * sizeof(uint64_t), &homes_mem_, &home_words_); !st.ok())
+      return st;
+  }
   if (LocksAtNic(opts_.mode)) {
     if (Status st = Export("svm-lock-claims", NicLockMap().table_bytes(), &claims_mem_, &lock_claims_); !st.ok())
       return st;
@@ -97,6 +102,9 @@ Status Runtime::ConnectNic() {
   }
   if (Status st = reg(kVersions, versions_mem_, versions_bytes_); !st.ok()) return st;
   if (Status st = reg(kSharedMarks, marks_mem_, geometry_.pages * sizeof(uint64_t)); !st.ok()) return st;
+  if (home_words_) {
+    if (Status st = reg(kHomeWords, homes_mem_, geometry_.pages * sizeof(uint64_t)); !st.ok()) return st;
+  }
   if (rings_) {
     if (Status st = nic_->RegisterRegion(rings_->DepositRegion()); !st.ok()) return st;
     if (Status st = nic_->RegisterRegion(rings_->HeadsRegion()); !st.ok()) return st;
@@ -119,6 +127,8 @@ std::span<IntervalId> Runtime::Versions(PageId p) {
 }
 
 uint64_t& Runtime::SharedMark(PageId p) { return marks_[p]; }
+
+uint64_t& Runtime::HomeWord(PageId p) { return home_words_[p]; }
 
 std::pair<uint32_t, uint64_t> Runtime::FrameAt(PageId p) {
   Segment& s = SegmentOf(p);
@@ -214,6 +224,48 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark
   wrs[n++] = nic::WorkRequest::Read(home, region, offset, {&d, 1});
   PostOneSided(std::move(op), std::span(wrs, n));
 }
+
+// First touch: the words after p first (unsignaled), then the CAS, whose
+// completion, the last, carries the old word: the claim's outcome.
+void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
+  auto op = NewOp(uint8_t(OneSided::Kind::kHomeClaim));
+  op->home = manager;
+  op->page = p;
+  op->count = count - 1;
+  op->buf.resize(size_t(op->count) * sizeof(uint64_t));
+  if (manager == self() && LocalAtomicsMatchNic()) {
+    // Served here as the NIC would serve it, without its round trip (over
+    // tcp a loopback through the NIC thread); completed the same way.
+    for (uint32_t i = 0; i < op->count; ++i) {
+      const uint64_t w = std::atomic_ref<uint64_t>(home_words_[p + 1 + i]).load(std::memory_order_acquire);
+      std::memcpy(op->buf.data() + i * sizeof(uint64_t), &w, sizeof w);
+    }
+    uint64_t old = 0;
+    std::atomic_ref<uint64_t>(home_words_[p]).compare_exchange_strong(old, uint64_t(self()) + 1,
+                                                                      std::memory_order_acq_rel);
+    const uint64_t id = next_wr_++;
+    os_ops_.emplace(id, std::move(op));
+    nic::Completion c;
+    c.wr_id = id;
+    c.op = nic::Opcode::kCas;
+    c.peer = self();
+    c.value = old;
+    os_cq_.Push(c);
+    return;
+  }
+  nic::Sge words{op->buf.data(), uint32_t(op->buf.size())};
+  nic::WorkRequest wrs[2];
+  size_t n = 0;
+  if (op->count > 0) wrs[n++] = nic::WorkRequest::Read(manager, kHomeWords, (p + 1) * sizeof(uint64_t), {&words, 1});
+  wrs[n++] = nic::WorkRequest::Cas(manager, kHomeWords, p * sizeof(uint64_t), 0, uint64_t(self()) + 1);
+  PostOneSided(std::move(op), std::span(wrs, n));
+}
+
+// shm serves a peer's CAS with a CPU atomic on the word itself (mapped
+// here too), and tcp's NIC thread does the same on the registered memory
+// (RegionTable::Serve), so a local atomic on the word is atomic with them.
+// An RDMA NIC's atomics (ofi, verbs) are atomic only among themselves.
+bool Runtime::LocalAtomicsMatchNic() const { return opts_.transport == "shm" || opts_.transport == "tcp"; }
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
   auto op = std::make_unique<OneSided>();
@@ -342,6 +394,15 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         Status st = node_->OnPageRead(op->home, op->page, versions, data);
         completing_read_ = false;
         if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
+        break;
+      }
+      case OneSided::Kind::kHomeClaim: {
+        stats::NodeCall call(node_->stats());
+        uint64_t following[kMaxPageRun];
+        const uint32_t words = std::min(op->count, kMaxPageRun);
+        std::memcpy(following, op->buf.data(), words * sizeof(uint64_t));  // as the NIC read them
+        Status st = node_->OnHomeClaimed(op->page, c.value, std::span(following, words));
+        if (!st.ok()) spdlog::error("home of page {} claimed at node {}: {}", op->page, op->home, st.ToString());
         break;
       }
       case OneSided::Kind::kWriteDiff:

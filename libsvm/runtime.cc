@@ -299,6 +299,7 @@ Status Runtime::Connect() {
   nc.epoch = opts_.epoch;
   nc.mode = opts_.mode;
   nc.max_run = opts_.page_run;
+  nc.claim_by_cas = opts_.transport != "tcp";
   // Pages of the globals join later; size the Node for the largest program
   // image we accept next to the region.
   nc.geometry.pages += kMaxGlobalsPages;

@@ -157,6 +157,8 @@ class Runtime final : public Host {
   // Host, one-sided operations (onesided.cc).
   std::span<IntervalId> Versions(PageId p) override;
   uint64_t& SharedMark(PageId p) override;
+  uint64_t& HomeWord(PageId p) override;
+  void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
   void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
@@ -247,6 +249,9 @@ class Runtime final : public Host {
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
   void PostLockClaim(std::unique_ptr<OneSided> op);
   void PostTailSwap(std::unique_ptr<OneSided> op);
+  // Whether a CPU atomic on an exported word here is atomic with the CAS
+  // and FAA peers' NICs make on it.
+  bool LocalAtomicsMatchNic() const;
   // nil: takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
   void HeedNudge();
   // Runs the completions in done. REQUIRES: mu_ held.
@@ -278,6 +283,7 @@ class Runtime final : public Host {
   static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
   static constexpr uint32_t kHeapBreak = 10;     // heap_break_
   static constexpr uint32_t kLockNudge = 11;     // lock_nudge_ (nil)
+  static constexpr uint32_t kHomeWords = 12;     // home_words_ (rf and up, first touch)
 
   Options opts_;
   Geometry geometry_;
@@ -321,10 +327,11 @@ class Runtime final : public Host {
 
   // Exported memory (in memory files, which the shm transport hands its
   // peers; sparse: a page costs only once touched) and one-sided operations.
-  SharedMemory versions_mem_, marks_mem_, claims_mem_, tails_mem_, counter_mem_;
+  SharedMemory versions_mem_, marks_mem_, claims_mem_, tails_mem_, counter_mem_, homes_mem_;
   IntervalId* versions_ = nullptr;  // geometry_.pages x nodes
   size_t versions_bytes_ = 0;
   uint64_t* marks_ = nullptr;       // geometry_.pages words
+  uint64_t* home_words_ = nullptr;  // first touch, rf and up: geometry_.pages words
   uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
   uint64_t* lock_tails_ = nullptr;      // nic::kMaxLocks words
   uint64_t* lock_nudge_ = nullptr;      // nil: peers add 1 after sending a lock request here

@@ -50,11 +50,11 @@ struct Runtime::ThreadRecord {
 // A one-sided operation in flight (onesided.cc), with the buffers its work
 // requests read or fill.
 struct Runtime::OneSided {
-  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kTailSwap, kNudge };
+  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kTailSwap, kNudge, kHomeClaim };
   Kind kind = Kind::kReadPage;
   NodeId home = 0;
   PageId page = 0;
-  uint32_t count = 1;  // kReadPage: pages read, from page on
+  uint32_t count = 1;  // kReadPage: pages read, from page on; kHomeClaim: words
   bool into_frames = false;  // kReadPage: they land in the frames, buf has the versions
   LockId lock = 0;
   nic::LockNo no = 0;

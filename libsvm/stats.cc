@@ -144,6 +144,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["notices_deposited"] = s.notices_deposited;
   j["notices_taken"] = s.notices_taken;
   j["nic_locks"] = s.nic_locks;
+  j["home_claims"] = s.home_claims;
   j["polls"] = s.polls;
   j["fault_delivery_ns"] = FaultDeliveryNs();  // per node, not a count: see doc/stats.md
   nlohmann::json messages = nlohmann::json::object();
@@ -363,13 +364,13 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
       "collected), protections {}, home pages untracked {} (tracked later {})\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
-      "NIC locks {}, polls {}\n",
+      "NIC locks {}, home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
       s.protections, s.untracked_pages, s.tracked_pages, node, s.remote_reads, s.direct_diffs,
       s.notices_deposited, s.notices_taken,
-      s.nic_locks, s.polls);
+      s.nic_locks, s.home_claims, s.polls);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);
   for (uint32_t i = 0; i < n; ++i) {

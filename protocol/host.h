@@ -62,6 +62,12 @@ class Host {
   // with atomic_ref. Zero-initialised.
   virtual uint64_t& SharedMark(PageId p) = 0;
 
+  // First touch, rf and up: page p's directory word at its manager
+  // (HomeMap::Manager), in exported memory like SharedMark: 0 while nobody
+  // claimed p, then its home + 1, set once (by ClaimHome's CAS) and never
+  // changed. Read with atomic_ref. Zero-initialised.
+  virtual uint64_t& HomeWord(PageId p) = 0;
+
   // Asked by the barrier master (node 0) as a barrier completes: how many
   // threads the job has now. A barrier of all of them, with every node
   // taking part, has no lock request in flight and leaves every node's bins
@@ -88,6 +94,14 @@ class Host {
   // Node::OnPageRead.
   virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark,
                          bool into_frames) = 0;
+
+  // rf and up, first touch: READ manager's HomeWord of pages
+  // (p, p + count), then CAS its HomeWord(p) from 0 to this node + 1,
+  // posted together (1 <= count <= kMaxPageRun, p + count <= the end of the
+  // manager's block). `manager` may be this node; its CAS must then be
+  // atomic with its peers' NICs' CASes on the word too. Completes with
+  // Node::OnHomeClaimed: the word's old value and the words read.
+  virtual void ClaimHome(NodeId manager, PageId p, uint32_t count) = 0;
 
   // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then
   // home's Versions(p)[self] = interval. No completion reaches the Node.

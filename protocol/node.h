@@ -53,6 +53,12 @@
 //    between different senders) waits, and Poll() finishes it.
 //  * rf: pages are fetched by a remote READ of version and frame; a copy too
 //    old for pg.need is read again. No handler runs at the home.
+//  * rf and up, first touch: a page's directory entry is a word at its
+//    manager (Host::HomeWord) that a claimant sets by a CAS from 0 to
+//    itself (Host::ClaimHome): the first CAS wins, a later one finds the
+//    winner. No handler runs at the manager, and the claim reads the words
+//    of the following pages of the manager's block along, so a run reaches
+//    pages already claimed by the same home (as HomeReply.same does).
 //  * dd: diffs are written into the home frame and the writer's version
 //    entry by the writer's NIC; home threads waiting for them are woken by
 //    Poll(), which re-reads the versions.
@@ -107,6 +113,11 @@ struct NodeConfig {
   // faulting page and those after it with the same home, asked for together
   // once faults look sequential.
   uint32_t max_run = 1;
+  // First touch from rf on: claim a page's home by a CAS on the manager's
+  // word (Host::ClaimHome) rather than by a HomeClaim message. For
+  // transports whose one-sided operations cost less than a message; on tcp
+  // a remote CAS is a message to the NIC thread and a claim costs more.
+  bool claim_by_cas = true;
   PlantedBug TEST_bug = PlantedBug::kNone;
 };
 
@@ -162,6 +173,10 @@ class Node {
   // older than what is needed by now is read again.
   Status OnPageRead(NodeId home, PageId first, std::span<const VectorTime> versions,
                     std::span<const uint8_t> data);
+  // Completion of Host::ClaimHome for page p: the manager's HomeWord(p)
+  // before the CAS (0: this node won) and the words of the pages after p
+  // it read.
+  Status OnHomeClaimed(PageId p, uint64_t word, std::span<const uint64_t> following);
   // Completion of Host::NicLockTail: this node is now l's tail; `previous`
   // was (l's home for a lock nobody asked for yet).
   Status OnNicLockTail(LockId l, NodeId previous);
@@ -252,6 +267,16 @@ class Node {
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);
+  // First touch with the directory in HomeWords, claimed by CAS (rf and up,
+  // several nodes); else a manager's Directory, claimed by HomeClaim.
+  bool ClaimsAtNic() const;
+  // The home of q as recorded by this node as q's manager (kNoNode: none).
+  NodeId DirectoryLookup(PageId q) const;
+  // The pages after p (p included) whose homes one claim learns: up to the
+  // end of the manager's block and max_run.
+  uint32_t ClaimSpan(PageId p) const;
+  // Pages after p recorded with p's home: their homes are known here too.
+  void LearnFollowingHomes(PageId p, NodeId home, uint32_t same);
 
   // Locks (node_lock.cc).
   NodeId LockHome(LockId l) const;

@@ -115,7 +115,7 @@ size_t Node::MapAhead(PageId p) {
   for (PageId q = p + 1; n < kMapAhead - 1 && q < config_.geometry.pages; ++q, ++n) {
     auto it = pages_.find(q);
     if (it != pages_.end()) break;  // touched, asked for or waited on already
-    if (first_touch ? directory_.Lookup(q) != kNoNode : homes_.StaticHome(q) != config_.self)
+    if (first_touch ? DirectoryLookup(q) != kNoNode : homes_.StaticHome(q) != config_.self)
       break;
     if (Marked(q)) break;
     Page& pg = PageEntry(q);
@@ -151,6 +151,15 @@ Outcome Node::Fault(ThreadId t, PageId p, Access a) {
   Page& pg = PageEntry(p);
   if (pg.home == kNoNode) {
     const NodeId manager = homes_.Manager(p);
+    if (ClaimsAtNic()) {
+      if (!pg.claiming) {
+        pg.claiming = true;
+        stats_.home_claims++;
+        host_->ClaimHome(manager, p, ClaimSpan(p));
+      }
+      pg.waiters.push_back(t);
+      return Outcome::kBlocked;
+    }
     if (manager == config_.self) {
       pg.home = directory_.Claim(p, config_.self);
     } else {
@@ -249,7 +258,29 @@ NodeId Node::KnownHome(PageId q) const {
   auto it = pages_.find(q);
   if (it != pages_.end() && it->second->home != kNoNode) return it->second->home;
   if (homes_.policy() != HomePolicy::kFirstTouch) return homes_.StaticHome(q);
-  return homes_.Manager(q) == config_.self ? directory_.Lookup(q) : kNoNode;
+  return homes_.Manager(q) == config_.self ? DirectoryLookup(q) : kNoNode;
+}
+
+bool Node::ClaimsAtNic() const {
+  return config_.claim_by_cas && homes_.policy() == HomePolicy::kFirstTouch && ReadsRemotely(config_.mode) &&
+         nodes() > 1;
+}
+
+NodeId Node::DirectoryLookup(PageId q) const {
+  if (!ClaimsAtNic()) return directory_.Lookup(q);
+  const uint64_t w = std::atomic_ref<uint64_t>(host_->HomeWord(q)).load(std::memory_order_acquire);
+  return w == 0 || w > nodes() ? kNoNode : NodeId(w - 1);
+}
+
+uint32_t Node::ClaimSpan(PageId p) const {
+  return uint32_t(std::min<PageId>(homes_.ManagerBlockEnd(p), p + config_.max_run) - p);
+}
+
+void Node::LearnFollowingHomes(PageId p, NodeId home, uint32_t same) {
+  for (PageId q = p + 1; q <= p + same; ++q) {
+    Page& next = PageEntry(q);
+    if (next.home == kNoNode && !next.claiming) next.home = home;
+  }
 }
 
 void Node::AheadUnused() {
@@ -311,7 +342,7 @@ Status Node::CheckHomedHere(PageId p) {
   if (pg.home == kNoNode) {
     // First touch: only the winner of p's claim is ever asked for it, and the
     // asker may have heard the outcome before we did.
-    const NodeId recorded = directory_.Lookup(p);
+    const NodeId recorded = DirectoryLookup(p);
     if (homes_.Manager(p) == config_.self && recorded != config_.self)
       return Status::InvalidArgument("request for a page homed elsewhere");
     pg.home = config_.self;
@@ -465,10 +496,11 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
   if (m.page >= config_.geometry.pages) return Status::OutOfRange("claim beyond the region");
   if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
+  if (ClaimsAtNic()) return Status::InvalidArgument("home claim message in a mode that claims by CAS");
   const NodeId home = directory_.Claim(m.page, from);
   // The claimed pages after it with the same home, for the claimant's runs.
   uint32_t same = 0;
-  const PageId end = std::min<PageId>(homes_.ManagerBlockEnd(m.page), m.page + config_.max_run);
+  const PageId end = m.page + ClaimSpan(m.page);
   for (PageId q = m.page + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
   Send(from, HomeReply{m.page, home, same});
   if (home == config_.self && !ReadsRemotely(config_.mode)) {
@@ -497,16 +529,39 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     return Status::Malformed("home reply names pages the manager does not keep");
   pg.claiming = false;
   pg.home = m.home;
-  for (PageId q = m.page + 1; q <= m.page + m.same; ++q) {
-    Page& next = PageEntry(q);
-    if (next.home == kNoNode && !next.claiming) next.home = m.home;
-  }
+  LearnFollowingHomes(m.page, m.home, m.same);
   if (m.home == from && !ReadsRemotely(config_.mode)) {
     // The manager is the home: its copy follows this reply (OnHomeClaim).
     pg.fetching = true;
     pg.run = 1;
     stats_.fetches++;
   }
+  WakeAll(&pg.waiters);
+  return Status::Ok();
+}
+
+// rf and up: the CAS on p's word at its manager completed. The first CAS
+// won; a later one found the winner. The words after p were read before it:
+// those naming the same home let runs through, as HomeReply.same does.
+Status Node::OnHomeClaimed(PageId p, uint64_t word, std::span<const uint64_t> following) {
+  if (!ClaimsAtNic()) return Status::InvalidArgument("home claim completion in a mode that claims by message");
+  auto it = pages_.find(p);
+  if (it == pages_.end() || !it->second->claiming)
+    return Status::InvalidArgument("home claim completion nobody asked for");
+  if (following.size() >= ClaimSpan(p))
+    return Status::Malformed("home claim read words the manager does not keep");
+  if (word > nodes()) return Status::Malformed("home word names an unknown node");
+  for (uint64_t w : following)
+    if (w > nodes()) return Status::Malformed("home word names an unknown node");
+  Page& pg = *it->second;
+  const NodeId home = word == 0 ? config_.self : NodeId(word - 1);
+  if (pg.home != kNoNode && pg.home != home)
+    return Status::InvalidArgument("home claim contradicts the page's known home");
+  uint32_t same = 0;
+  while (same < following.size() && following[same] == uint64_t(home) + 1) ++same;
+  pg.claiming = false;
+  pg.home = home;
+  LearnFollowingHomes(p, home, same);
   WakeAll(&pg.waiters);
   return Status::Ok();
 }

@@ -43,6 +43,7 @@ struct NodeStats {
   uint64_t direct_diffs = 0;    // dd: diffs done as Host::WriteDiff
   uint64_t notices_deposited = 0;  // dw: own notices deposited at the peers
   uint64_t notices_taken = 0;      // dw: peers' notices taken from deposits
+  uint64_t home_claims = 0;     // rf and up, first touch: Host::ClaimHome calls
   uint64_t nic_locks = 0;       // nil: Host::NicLockTail calls (ownership crossing nodes)
   uint64_t polls = 0;           // Node::Poll calls
   std::array<uint64_t, kMessageTypeCount + 1> messages_sent{};  // by MessageType

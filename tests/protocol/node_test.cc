@@ -36,6 +36,7 @@ class MemoryHost : public Host {
     protect_calls++;
   }
   uint64_t& SharedMark(PageId p) override { return marks_[p]; }
+  uint64_t& HomeWord(PageId p) override { return home_words_[p]; }
   PageId FramesEnd(PageId) override { return frames_end; }
   void Wake(ThreadId t) override { woken.insert(t); }
   uint32_t JobThreads() override { return job_threads; }
@@ -60,6 +61,7 @@ class MemoryHost : public Host {
   std::map<PageId, Prot> prot_;
   std::map<PageId, std::vector<IntervalId>> versions_;
   std::map<PageId, uint64_t> marks_;
+  std::map<PageId, uint64_t> home_words_;
 };
 
 class TestHost : public MemoryHost {
@@ -74,6 +76,7 @@ class TestHost : public MemoryHost {
   void DepositNotice(const WriteNotice&) override { ADD_FAILURE() << "DepositNotice in base mode"; }
   void TakeNotices(std::vector<WriteNotice>*) override { ADD_FAILURE() << "TakeNotices in base mode"; }
   void NicLockTail(NodeId, LockId, NodeId) override { ADD_FAILURE() << "NicLockTail in base mode"; }
+  void ClaimHome(NodeId, PageId, uint32_t) override { ADD_FAILURE() << "ClaimHome in base mode"; }
   void Nudge(NodeId) override { ADD_FAILURE() << "Nudge in base mode"; }
 
  private:
@@ -685,7 +688,15 @@ class ModeHost : public MemoryHost {
     guesses.push_back(guess);
   }
   void Nudge(NodeId to) override { nudged.push_back(to); }
+  void ClaimHome(NodeId manager, PageId p, uint32_t count) override { claims.push_back({manager, p, count}); }
 
+  struct ClaimCall {
+    NodeId manager;
+    PageId page;
+    uint32_t count;
+    friend bool operator==(const ClaimCall&, const ClaimCall&) = default;
+  };
+  std::vector<ClaimCall> claims;
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
   std::vector<std::pair<NodeId, PageId>> reads;
   std::vector<uint32_t> read_counts;
@@ -983,6 +994,163 @@ TEST(NodeModeTest, NilGrantForACancelledWaiterStaysIdle) {
   const auto sent = Sent(h, 0, 2);
   ASSERT_EQ(sent.size(), 2u);  // our request, then the grant
   EXPECT_TRUE(std::holds_alternative<LockGrant>(sent[1].second));
+}
+
+// ---- First touch from rf on: the directory is a word per page at its
+// manager, claimed by CAS (Host::ClaimHome), with no handler at the manager.
+// Geometry of these tests: 16 pages, 2 nodes, runs of 4, so node 0 manages
+// pages 0..3 and 8..11, node 1 pages 4..7 and 12..15.
+
+NodeConfig FirstTouchConfig(Mode mode, NodeId self) {
+  NodeConfig c = ModeConfig(mode, 2, 2);
+  c.self = self;
+  c.home_policy = HomePolicy::kFirstTouch;
+  c.max_run = 4;
+  return c;
+}
+
+// The manager's NIC serving a claim the way the runtime posts it: the words
+// after p read, then the CAS of p's word from 0 to the claimant.
+std::pair<uint64_t, std::vector<uint64_t>> ServeClaim(MemoryHost& manager, NodeId claimant,
+                                                      const ModeHost::ClaimCall& c) {
+  std::vector<uint64_t> following;
+  for (PageId q = c.page + 1; q < c.page + c.count; ++q) following.push_back(manager.HomeWord(q));
+  const uint64_t old = manager.HomeWord(c.page);
+  if (old == 0) manager.HomeWord(c.page) = claimant + 1;
+  return {old, following};
+}
+
+// A claim is one CAS at the manager, not a message; a lost claim learns the
+// winner, and the words read along let a later run through without claims.
+TEST(NodeModeTest, FirstTouchClaimIsACasAtTheManager) {
+  for (Mode mode : {Mode::kRf, Mode::kDd, Mode::kNil}) {
+    SCOPED_TRACE(ToString(mode));
+    ModeHost h(2);
+    Node n(FirstTouchConfig(mode, 0), &h);
+    ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+    ASSERT_EQ(n.Fault(1, 4, Access::kRead), Outcome::kBlocked);  // no second claim
+    ASSERT_EQ(h.claims, (std::vector<ModeHost::ClaimCall>{{1, 4, 4}}));  // to the end of node 1's block
+    EXPECT_TRUE(h.sent.empty()) << "a claim went out as a message";
+    // Node 1 had claimed pages 4, 5 and 6; page 7 nobody.
+    ASSERT_TRUE(n.OnHomeClaimed(4, 2, std::vector<uint64_t>{2, 2, 0}).ok());
+    EXPECT_TRUE(h.woken.count(0) && h.woken.count(1));
+    ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+    ASSERT_EQ(h.reads, (std::vector<std::pair<NodeId, PageId>>{{1, 4}}));
+    ASSERT_TRUE(n.OnPageRead(1, 4, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
+    ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kDone);
+    // A sweep: page 5's home is known, and so is 6's, so the run takes both.
+    ASSERT_EQ(n.Fault(0, 5, Access::kRead), Outcome::kBlocked);
+    EXPECT_EQ(h.claims.size(), 1u);
+    EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 5}));
+    EXPECT_EQ(h.read_counts.back(), 2u);
+    ASSERT_TRUE(n.OnPageRead(1, 5, std::vector<VectorTime>(2, VectorTime(2)), std::vector<uint8_t>(2 * kPage)).ok());
+    // Page 7's word was 0: its home is claimed when it is touched.
+    ASSERT_EQ(n.Fault(0, 7, Access::kRead), Outcome::kBlocked);
+    EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 7, 1}));
+    EXPECT_EQ(n.stats().home_claims, 2u);
+    EXPECT_EQ(n.stats().messages_sent[size_t(MessageType::kHomeClaim)], 0u);
+  }
+}
+
+// Only the words right after p that name p's home count: a page whose word
+// names another node, and every page after it, is claimed when touched.
+TEST(NodeModeTest, FirstTouchClaimLearnsOnlyTheSameHome) {
+  ModeHost h(3);
+  NodeConfig cfg = FirstTouchConfig(Mode::kRf, 0);
+  cfg.geometry.nodes = 3;  // managers: node 0 pages 0..3, node 1 4..7, node 2 8..11
+  Node n(cfg, &h);
+  ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+  // Node 2 is home of pages 4, 5 and 7; node 1 of page 6.
+  ASSERT_TRUE(n.OnHomeClaimed(4, 3, std::vector<uint64_t>{3, 2, 3}).ok());
+  ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+  ASSERT_TRUE(n.OnPageRead(2, 4, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_EQ(n.Fault(0, 5, Access::kRead), Outcome::kBlocked);  // a sweep, but page 6 is node 1's
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{2, 5}));
+  EXPECT_EQ(h.read_counts.back(), 1u);
+  ASSERT_TRUE(n.OnPageRead(2, 5, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 6, 2}));
+  ASSERT_TRUE(n.OnHomeClaimed(6, 2, std::vector<uint64_t>{3}).ok());
+  ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 6}));
+  EXPECT_EQ(h.read_counts.back(), 1u);
+  EXPECT_EQ(h.claims.size(), 2u);
+}
+
+// A node claims the pages it manages by Host::ClaimHome too (its CAS must
+// be atomic with its peers'); winning makes it home, with no read.
+TEST(NodeModeTest, FirstTouchClaimWonAtHomeNeedsNoRead) {
+  ModeHost h(2);
+  Node n(FirstTouchConfig(Mode::kRf, 0), &h);
+  ASSERT_EQ(n.Fault(0, 2, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.claims, (std::vector<ModeHost::ClaimCall>{{0, 2, 2}}));
+  auto [old, following] = ServeClaim(h, 0, h.claims[0]);
+  ASSERT_TRUE(n.OnHomeClaimed(2, old, following).ok());
+  ASSERT_EQ(n.Fault(0, 2, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.prot(2), Prot::kReadWrite);  // a first touch at the home: read-write
+  EXPECT_TRUE(h.reads.empty());
+  EXPECT_EQ(h.HomeWord(2), 1u);
+}
+
+// Two nodes claim one page at once: the first CAS wins; the other finds the
+// winner and reads the page from it.
+TEST(NodeModeTest, FirstTouchConcurrentClaimsAgreeOnTheFirst) {
+  ModeHost h0(2), h1(2);
+  Node n0(FirstTouchConfig(Mode::kRf, 0), &h0), n1(FirstTouchConfig(Mode::kRf, 1), &h1);
+  ASSERT_EQ(n0.Fault(0, 9, Access::kWrite), Outcome::kBlocked);  // node 0 manages page 9
+  ASSERT_EQ(n1.Fault(0, 9, Access::kWrite), Outcome::kBlocked);
+  ASSERT_EQ(h0.claims.size(), 1u);
+  ASSERT_EQ(h1.claims.size(), 1u);
+  EXPECT_EQ(h1.claims[0].manager, 0u);
+  // Node 1's CAS reaches node 0's word first.
+  auto [old1, f1] = ServeClaim(h0, 1, h1.claims[0]);
+  auto [old0, f0] = ServeClaim(h0, 0, h0.claims[0]);
+  EXPECT_EQ(old1, 0u);
+  EXPECT_EQ(old0, 2u);
+  ASSERT_TRUE(n0.OnHomeClaimed(9, old0, f0).ok());
+  ASSERT_TRUE(n1.OnHomeClaimed(9, old1, f1).ok());
+  ASSERT_EQ(n1.Fault(0, 9, Access::kWrite), Outcome::kDone);  // the home
+  ASSERT_EQ(n0.Fault(0, 9, Access::kWrite), Outcome::kBlocked);
+  EXPECT_EQ(h0.reads, (std::vector<std::pair<NodeId, PageId>>{{1, 9}}));
+  EXPECT_TRUE(h1.reads.empty());
+  EXPECT_EQ(h0.HomeWord(9), 2u);
+}
+
+// A diff can reach the winner before its claim's completion (the writer
+// read the word): the page is homed here from then on, and the completion
+// must agree.
+TEST(NodeModeTest, FirstTouchDiffBeforeTheClaimCompletes) {
+  ModeHost h(2);
+  Node n(FirstTouchConfig(Mode::kRf, 0), &h);
+  ASSERT_EQ(n.Fault(0, 5, Access::kWrite), Outcome::kBlocked);  // managed by node 1
+  ASSERT_TRUE(n.Receive(1, wire::Encode(DiffMessage{5, 1, {}}, 0)).ok());
+  EXPECT_EQ(n.OnHomeClaimed(5, 2, {}).code(), Status::Code::kInvalidArgument);  // says node 1 won
+  ASSERT_TRUE(n.OnHomeClaimed(5, 0, {}).ok());
+  ASSERT_EQ(n.Fault(0, 5, Access::kWrite), Outcome::kDone);
+  EXPECT_TRUE(h.reads.empty());
+}
+
+// Completions that break the contract are refused and change nothing; in
+// these modes a claim never comes as a message.
+TEST(NodeModeTest, FirstTouchClaimCompletionsChecked) {
+  ModeHost h(2);
+  Node n(FirstTouchConfig(Mode::kRf, 0), &h);
+  EXPECT_EQ(n.OnHomeClaimed(4, 0, {}).code(), Status::Code::kInvalidArgument);  // nobody asked
+  ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+  EXPECT_EQ(n.OnHomeClaimed(4, 3, {}).code(), Status::Code::kMalformed);  // node 2 of 2
+  EXPECT_EQ(n.OnHomeClaimed(4, 2, std::vector<uint64_t>{2, 2, 2, 2}).code(), Status::Code::kMalformed);
+  EXPECT_EQ(n.OnHomeClaimed(4, 2, std::vector<uint64_t>{7}).code(), Status::Code::kMalformed);
+  EXPECT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);  // still claiming
+  EXPECT_EQ(h.claims.size(), 1u);
+  ASSERT_TRUE(n.OnHomeClaimed(4, 2, {}).ok());
+  EXPECT_EQ(n.Receive(1, wire::Encode(HomeClaim{8}, 0)).code(), Status::Code::kInvalidArgument);
+  // Base and dw keep the messages: no CAS there.
+  ModeHost hd(2);
+  Node d(FirstTouchConfig(Mode::kDw, 0), &hd);
+  ASSERT_EQ(d.Fault(0, 4, Access::kRead), Outcome::kBlocked);
+  EXPECT_TRUE(hd.claims.empty());
+  ASSERT_EQ(hd.sent.size(), 1u);
+  EXPECT_EQ(d.OnHomeClaimed(4, 0, {}).code(), Status::Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -81,6 +81,11 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
   if (name == "cyclic-block") return ParseU32(value, &c->cyclic_block) ? Status::Ok() : bad();
   if (name == "max-run")
     return ParseU32(value, &c->max_run) && c->max_run >= 1 && c->max_run <= kMaxPageRun ? Status::Ok() : bad();
+  if (name == "claim-by-cas") {
+    if (value != "0" && value != "1") return bad();
+    c->claim_by_cas = value == "1";
+    return Status::Ok();
+  }
   if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
   if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
   if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
@@ -192,6 +197,7 @@ std::string ToFlags(const CaseConfig& c) {
       s += " --schedule-seed " + std::to_string(c.schedule_seed);
     if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
     if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
+    if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
     if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
     if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
     return "sim_replay " + s;
@@ -205,6 +211,7 @@ std::string ToFlags(const CaseConfig& c) {
   if (c.cyclic_block != d.cyclic_block) s += " --cyclic-block " + std::to_string(c.cyclic_block);
   if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
   if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
+  if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
   if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
   if (c.ops != d.ops) s += " --ops " + std::to_string(c.ops);
   if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
@@ -227,6 +234,7 @@ std::string ToEnv(const CaseConfig& c) {
     s += std::string(" SVM_SIM_BUG=") + BugFlag(c.planted_bug);
   if (c.ops) s += " SVM_SIM_OPS=" + std::to_string(c.ops);
   if (c.max_run != 1) s += " SVM_SIM_MAX_RUN=" + std::to_string(c.max_run);
+  if (!c.claim_by_cas) s += " SVM_SIM_CLAIM_BY_CAS=0";
   if (!c.scenario.empty()) {
     s += " SVM_SIM_SCENARIO=" + c.scenario + " SVM_SIM_VARIANT=" + std::to_string(c.variant);
   }
@@ -267,6 +275,7 @@ bool ConfigFromEnv(CaseConfig* c, Status* error) {
                                           {"SVM_SIM_BUG", "bug"},
                                           {"SVM_SIM_OPS", "ops"},
                                           {"SVM_SIM_MAX_RUN", "max-run"},
+                                          {"SVM_SIM_CLAIM_BY_CAS", "claim-by-cas"},
                                           {"SVM_SIM_MAX_STEPS", "max-steps"},
                                           {"SVM_SIM_CYCLIC_BLOCK", "cyclic-block"},
                                           {"SVM_SIM_SCENARIO", "scenario"},
@@ -316,7 +325,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (29 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (30 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -346,6 +355,7 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->notices_deposited += b.notices_deposited;
   a->notices_taken += b.notices_taken;
   a->nic_locks += b.nic_locks;
+  a->home_claims += b.home_claims;
   a->polls += b.polls;
   for (size_t i = 0; i < a->messages_sent.size(); ++i) a->messages_sent[i] += b.messages_sent[i];
   for (size_t i = 0; i < a->bytes_sent.size(); ++i) a->bytes_sent[i] += b.bytes_sent[i];

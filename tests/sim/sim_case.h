@@ -39,6 +39,7 @@ struct CaseConfig {
   PlantedBug planted_bug = PlantedBug::kNone;
   Mode mode = Mode::kBase;
   uint32_t max_run = 1;       // NodeConfig::max_run: pages a fetch may carry
+  bool claim_by_cas = true;   // NodeConfig::claim_by_cas
   uint32_t ops = 0;           // program size (GenOptions::ops); 0: default
   uint64_t max_steps = 0;     // 0: derived from the program size
   std::vector<Pair> delayed;  // pairs delivered only when nothing else can run

@@ -67,6 +67,28 @@ TEST(SimCounters, AgreeWithTheSimulation) {
   }
 }
 
+// With claim_by_cas off (the tcp transport) first-touch homes are claimed by
+// messages in every mode, never by CAS, and the data stays right.
+TEST(SimCounters, ClaimsByMessageWhereCasIsOff) {
+  for (Mode mode : {Mode::kRf, Mode::kDd, Mode::kNil}) {
+    NodeStats sum;
+    for (uint64_t seed = 1; seed <= std::max<uint64_t>(Scaled(20), 8); ++seed) {
+      CaseConfig c = Config(2 + seed % 5, 1 + seed % 3, 4 + seed % 5, seed, HomePolicy::kFirstTouch);
+      c.mode = mode;
+      c.claim_by_cas = false;
+      c.max_run = seed % 2 == 0 ? 4 : 1;
+      const CaseResult r = RunCase(c);
+      ASSERT_TRUE(r.ok) << r.message;
+      EXPECT_EQ(r.counters.home_claims, 0u) << ToFlags(c);
+      AddStats(&sum, r.counters);
+    }
+    SCOPED_TRACE(ToString(mode));
+    EXPECT_GT(Sent(sum, MessageType::kHomeClaim), 0u);
+    EXPECT_EQ(Sent(sum, MessageType::kHomeReply), Sent(sum, MessageType::kHomeClaim));
+    EXPECT_GT(Handled(sum, HandlerKind::kDirectory), 0u);
+  }
+}
+
 // Offloaded work never reaches a handler: rf and later serve no fetch, dd and
 // later apply no diff, nil serves no (program) lock; notices are deposited
 // from dw on and never ride on a message.
@@ -99,6 +121,14 @@ TEST(SimCounters, OffloadedKindsHaveNoHandler) {
       if (LocksAtNic(mode)) {
         EXPECT_EQ(s.nic_locks, s.remote_acquires) << ToFlags(c);
       }
+      // First touch from rf on: claims are CASes at the manager, never
+      // messages (every case has >= 2 nodes).
+      if (home == HomePolicy::kFirstTouch && ReadsRemotely(mode)) {
+        EXPECT_GT(s.home_claims, 0u) << ToFlags(c);
+        EXPECT_EQ(Sent(s, MessageType::kHomeClaim) + Sent(s, MessageType::kHomeReply), 0u) << ToFlags(c);
+      } else {
+        EXPECT_EQ(s.home_claims, 0u) << ToFlags(c);
+      }
       AddStats(&sum, s);
       nic_ops += r.nic_ops;
       polls += r.polls;
@@ -119,9 +149,10 @@ TEST(SimCounters, OffloadedKindsHaveNoHandler) {
       EXPECT_GE(Sent(sum, MessageType::kLockRequest), Sent(sum, MessageType::kLockGrant));
     }
     EXPECT_EQ(Handled(sum, HandlerKind::kNotice), 0u);
-    // Barriers and (first touch) home claims stay messages in every mode.
+    // Barriers stay messages in every mode; first-touch home claims up to dw.
     EXPECT_GT(Handled(sum, HandlerKind::kBarrier), 0u);
-    EXPECT_GT(Handled(sum, HandlerKind::kDirectory), 0u);
+    EXPECT_EQ(Handled(sum, HandlerKind::kDirectory) > 0, !ReadsRemotely(mode));
+    EXPECT_EQ(sum.home_claims > 0, ReadsRemotely(mode));
     // The one-sided work shows, and only in the modes that do it.
     EXPECT_EQ(sum.notices_deposited > 0, DepositsNotices(mode));
     EXPECT_EQ(sum.notices_taken > 0, DepositsNotices(mode));

@@ -19,6 +19,7 @@ SimHost::SimHost(NodeId self, uint32_t threads, uint64_t pages, uint64_t page_si
       versions_(pages),
       prot_(pages, Prot::kNone),
       shared_marks_(pages, 0),
+      home_words_(pages, 0),
       deposits_(network->nodes()) {}
 
 void SimHost::ContractError(const std::string& what) {
@@ -65,6 +66,25 @@ uint64_t& SimHost::SharedMark(PageId p) {
     return scratch_mark_;
   }
   return shared_marks_[p];
+}
+
+uint64_t& SimHost::HomeWord(PageId p) {
+  if (p >= pages_) {
+    ContractError("HomeWord(" + std::to_string(p) + ") beyond " + std::to_string(pages_) + " pages");
+    return scratch_word_;
+  }
+  return home_words_[p];
+}
+
+void SimHost::ClaimHome(NodeId manager, PageId p, uint32_t count) {
+  if (!CheckPeer("ClaimHome", manager, true)) return;
+  if (p >= pages_ || count == 0 || count > kMaxPageRun || count > pages_ - p)
+    return ContractError("ClaimHome of page " + std::to_string(p) + "+" + std::to_string(count));
+  Event e;
+  e.kind = EventKind::kHomeClaim;
+  e.page = p;
+  e.count = count;
+  network_->Post(self_, manager, std::move(e));
 }
 
 void SimHost::Wake(ThreadId t) {
@@ -176,6 +196,14 @@ bool SimHost::ServeWriteDiff(NodeId writer, const Event& e) {
 
 void SimHost::ServeDeposit(NodeId writer, WriteNotice notice) {
   deposits_[writer].push_back(std::move(notice));
+}
+
+void SimHost::ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, Event* done) {
+  done->kind = EventKind::kHomeClaimed;
+  done->page = p;
+  for (PageId q = p + 1; q < p + count; ++q) done->words.push_back(home_words_[q]);
+  done->word = home_words_[p];
+  if (home_words_[p] == 0) home_words_[p] = uint64_t(claimant) + 1;
 }
 
 NodeId SimHost::ServeLockSwap(NodeId requester, LockId l) {

@@ -53,6 +53,8 @@ class SimHost final : public Host {
   std::span<IntervalId> Versions(PageId p) override;
   uint32_t JobThreads() override { return listener_->LiveThreads(); }
   uint64_t& SharedMark(PageId p) override;
+  uint64_t& HomeWord(PageId p) override;
+  void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
   // Never into the frames: they are separate allocations here.
   void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
   PageId FramesEnd(PageId p) override;
@@ -76,6 +78,14 @@ class SimHost final : public Host {
   // The swap of l's tail word for `requester` (the runtime's CAS loop, in
   // one step): what the word named before, this node for a fresh word.
   NodeId ServeLockSwap(NodeId requester, LockId l);
+  // A claim of p's home word by `claimant` (as the runtime posts it: the
+  // words after p read, then the CAS), into *done (a kHomeClaimed event).
+  // One step: the words are set once, so what a read finds stays true and
+  // reading them before or after the CAS, or between other nodes' claims,
+  // tells the claimant nothing false.
+  void ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, Event* done);
+  // p's home word here (0: unclaimed, else the home + 1).
+  uint64_t home_word(PageId p) const { return p < pages_ ? home_words_[p] : 0; }
 
   // While set, a ReadPage is a retry (its Node found the last copy too old):
   // it is posted slow, backing off until something else changed.
@@ -106,6 +116,7 @@ class SimHost final : public Host {
   std::vector<std::vector<IntervalId>> versions_;  // by page, allocated when first asked
   std::vector<Prot> prot_;
   std::vector<uint64_t> shared_marks_;
+  std::vector<uint64_t> home_words_;
   std::vector<std::vector<WriteNotice>> deposits_;  // by writer, oldest first
   std::map<LockId, NodeId> lock_tails_;  // at the home: tail words ever swapped
   bool completing_read_ = false;
@@ -113,6 +124,7 @@ class SimHost final : public Host {
   std::unique_ptr<uint8_t[]> scratch_;  // handed out for out-of-range pages
   std::vector<IntervalId> scratch_versions_;
   uint64_t scratch_mark_ = 0;
+  uint64_t scratch_word_ = 0;
   std::string contract_error_;
 };
 

@@ -18,6 +18,8 @@ const char* ToString(EventKind k) {
     case EventKind::kDeposit: return "deposit";
     case EventKind::kLockSwap: return "lock-swap";
     case EventKind::kLockSwapped: return "lock-swapped";
+    case EventKind::kHomeClaim: return "home-claim";
+    case EventKind::kHomeClaimed: return "home-claimed";
   }
   return "?";
 }

@@ -40,6 +40,9 @@ enum class EventKind : uint8_t {
   kDeposit,    // dw: notice into the target's deposit area for `from`
   kLockSwap,     // nil: swap lock's tail word at the target for `from`
   kLockSwapped,  // completion: lock, node = what the word named before
+  kHomeClaim,    // rf..nil, first touch: READ the target's home words of
+                 // (page, page + count), then CAS page's from 0 to `from`
+  kHomeClaimed,  // completion: page, word = its old value, words = those read
 };
 const char* ToString(EventKind k);
 
@@ -56,6 +59,8 @@ struct Event {
   uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark(page + i) first
   std::vector<VectorTime> times;  // kReadDone: each page's version
   NodeId node = 0;    // kLockSwapped
+  uint64_t word = 0;  // kHomeClaimed
+  std::vector<uint64_t> words;  // kHomeClaimed
 };
 
 class SimNetwork {

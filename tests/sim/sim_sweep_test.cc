@@ -42,6 +42,9 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
   c.page_size = (h >> 16) % 10 == 0 ? 8192 : 4096;
   // Two cases in three fetch page runs (of at most 2 or 4 pages).
   c.max_run = (h >> 40) % 3 == 0 ? 1 : 2u << ((h >> 44) % 2);
+  // One case in four claims first-touch homes by messages in every mode (as
+  // over tcp).
+  c.claim_by_cas = (h >> 48) % 4 != 0;
   // One case in four has slow links: pairs delivered only when nothing else
   // can happen (extreme but legal latencies).
   if ((h >> 24) % 4 == 0) {
@@ -81,10 +84,10 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
       ", unused %" PRIu64 "), diffs %" PRIu64 ", acquires local/remote %" PRIu64
       "/%" PRIu64 ", barriers %" PRIu64 ", messages %" PRIu64 "; remote reads %" PRIu64
       ", direct diffs %" PRIu64 ", notices deposited/taken %" PRIu64 "/%" PRIu64
-      ", NIC locks %" PRIu64 ", polls %" PRIu64 "\n",
+      ", NIC locks %" PRIu64 ", home claims %" PRIu64 ", polls %" PRIu64 "\n",
       ToString(mode), cases, secs, steps, reads, sum.read_faults + sum.write_faults, sum.fetches, sum.safe_fetches,
       sum.pages_ahead, sum.ahead_used, sum.ahead_unused, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
-      sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks,
+      sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks, sum.home_claims,
       sum.polls);
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"
                           << replay;

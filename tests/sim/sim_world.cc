@@ -87,6 +87,7 @@ World::World(const CaseConfig& config, const Program& program)
     nc.epoch = kEpoch;
     nc.mode = config.mode;
     nc.max_run = config.max_run;
+    nc.claim_by_cas = config.claim_by_cas;
     nc.TEST_bug = config.planted_bug;
     nodes_.push_back(std::make_unique<Node>(nc, hosts_[n].get()));
   }
@@ -483,6 +484,15 @@ void World::DeliverOneSided(Pair p, Event& e) {
     case EventKind::kLockSwapped:
       s = nodes_[p.to]->OnNicLockTail(e.lock, e.node);
       break;
+    case EventKind::kHomeClaim: {
+      Event done;
+      target.ServeHomeClaim(p.from, e.page, e.count, &done);
+      network_.Post(p.to, p.from, std::move(done));
+      break;
+    }
+    case EventKind::kHomeClaimed:
+      s = nodes_[p.to]->OnHomeClaimed(e.page, e.word, e.words);
+      break;
     case EventKind::kMessage:
       break;
   }
@@ -548,6 +558,29 @@ void World::FinalChecks() {
     geometry.nodes = config_.nodes;
     homes.emplace(geometry, config_.home_policy, config_.cyclic_block);
   }
+  // First touch from rf on: the homes are in the managers' home words.
+  std::optional<HomeMap> managers;
+  if (config_.home_policy == HomePolicy::kFirstTouch && ReadsRemotely(config_.mode) && config_.nodes > 1) {
+    Geometry geometry;
+    geometry.page_size = ps;
+    geometry.pages = config_.pages;
+    geometry.nodes = config_.nodes;
+    managers.emplace(geometry, config_.home_policy, 1, config_.max_run);
+  }
+  auto home_of = [&](PageId p) -> NodeId {
+    if (homes) return homes->StaticHome(p);
+    if (!managers) return kNoNode;
+    const uint64_t w = hosts_[managers->Manager(p)]->home_word(p);
+    return w == 0 ? kNoNode : NodeId(w - 1);
+  };
+  for (NodeId n = 0; n < config_.nodes; ++n) {
+    for (PageId p = 0; p < config_.pages; ++p) {
+      if (hosts_[n]->home_word(p) == 0 || (managers && managers->Manager(p) == n)) continue;
+      Fail(Failure::kFinalState, "node " + std::to_string(n) + " page " + std::to_string(p) +
+                                     ": a home word set at a node that does not manage the page");
+      return;
+    }
+  }
   for (NodeId n = 0; n < config_.nodes; ++n) {
     const SimHost& host = *hosts_[n];
     for (PageId p = 0; p < config_.pages; ++p) {
@@ -555,7 +588,7 @@ void World::FinalChecks() {
       // Home frames (after the final barrier and a drained network) and every
       // copy the application may still read must hold the shadow's bytes.
       const bool readable = host.protection(p) != Prot::kNone;
-      const bool home = homes && homes->StaticHome(p) == n;
+      const bool home = home_of(p) == n;
       for (uint64_t off = 0; off < ps; ++off) {
         const uint64_t addr = p * ps + off;
         const uint8_t actual = frame.empty() ? 0 : frame[off];

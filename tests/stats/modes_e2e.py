@@ -33,8 +33,10 @@ args = ap.parse_args()
 
 THREADS = 4
 # Handler kinds each mode must never run (cumulative, as the modes are).
-OFFLOADED = {"base": [], "dw": [], "rf": ["fetch"], "dd": ["fetch", "diff"],
-             "nil": ["fetch", "diff"]}
+# First touch (svmrun's default) claims homes by CAS from rf on: no
+# directory handler.
+OFFLOADED = {"base": [], "dw": [], "rf": ["fetch", "directory"], "dd": ["fetch", "diff", "directory"],
+             "nil": ["fetch", "diff", "directory"]}
 failures = []
 
 
@@ -66,14 +68,15 @@ def run(mode):
 
 
 # One-sided counters each mode must (True) or must not (False) use.
-USES = {"remote_reads": "rf", "direct_diffs": "dd", "notices_deposited": "dw", "nic_locks": "nil"}
+USES = {"remote_reads": "rf", "direct_diffs": "dd", "notices_deposited": "dw", "nic_locks": "nil",
+        "home_claims": "rf"}
 ORDER = ["base", "dw", "rf", "dd", "nil"]
 
 modes = args.modes.split(",")
 counters = {m: run(m) for m in modes}
 base = counters.get("base")
 if base is not None:
-    for kind in ("fetch", "diff", "lock"):
+    for kind in ("fetch", "diff", "lock", "directory"):
         check("base: handler ran for %s" % kind, base["handler"].get(kind, 0) > 0, str(base["handler"]))
 for m in modes:
     c = counters[m]
