@@ -81,7 +81,9 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
   auto woken = [&w] { return w.load(std::memory_order_acquire) != 0; };
   // One spinner per node: it handles the messages for every waiter, and
   // more spinners only take the CPUs from the threads they wait for.
-  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0;
+  // On a host with more nodes than CPUs the thread we wait for may need
+  // this CPU: sleep at once (spin_, SVM_SPIN).
+  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0 && spin_;
   const int64_t until = spin ? NowNs() + spin_ns : 0;
   for (int64_t now = NowNs(); !woken() && now < until; now = NowNs()) {
     if (nic_ == nullptr) {

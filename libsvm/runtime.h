@@ -305,6 +305,7 @@ class Runtime final : public Host {
   std::mutex dispatch_mu_;
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
+  bool spin_ = true;  // waiting threads spin before they sleep (options.h, ShouldSpin)
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)
