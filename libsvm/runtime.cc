@@ -325,6 +325,10 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
     so.num_nodes = opts_.nodes;
     so.epoch = opts_.epoch;
     so.key = cc.key;
+    if (!spin_) {  // the handler and the NIC thread sleep at once too
+      so.recv_policy.max_spin = std::chrono::nanoseconds(0);
+      so.nic_spin = std::chrono::nanoseconds(0);
+    }
     std::unique_ptr<nic::ShmNic> shm;
     if (Status st = nic::ShmNic::Create(so, &shm); !st.ok()) return st;
     *address = shm->listen_address();
@@ -340,6 +344,7 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
   to.seal = cc.seal;  // nodes on several hosts (svmrun: SVM_SEAL)
   to.latency_ns = opts_.net_latency_ns;
   to.bandwidth_bytes_per_s = opts_.net_bandwidth;
+  if (!spin_) to.recv_policy.max_spin = std::chrono::nanoseconds(0);
   to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0" : opts_.nic_listen;
   std::unique_ptr<nic::TcpNic> tcp;
   if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
