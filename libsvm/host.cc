@@ -153,7 +153,17 @@ void Runtime::Settle() {
 void Runtime::Wake(ThreadId t) {
   Slot& s = slots_[t];
   s.wake.store(1, std::memory_order_seq_cst);
-  if (s.asleep.load(std::memory_order_seq_cst) != 0) FutexWake(&s.wake);
+  if (s.asleep.load(std::memory_order_seq_cst) == 0) return;
+  if (defer_wakes_) {
+    deferred_wakes_.push_back(t);
+    return;
+  }
+  FutexWake(&s.wake);
+}
+
+void Runtime::WakeDeferred() {
+  for (ThreadId t : deferred_wakes_) FutexWake(&slots_[t].wake);
+  deferred_wakes_.clear();
 }
 
 // Runs in the faulting thread (uffd, mprotect: inside the signal handler) or

@@ -421,12 +421,20 @@ void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
   wire::Header h;
   const bool header = wire::DecodeHeader(bytes, &h).ok();
   if (!header || IsProtocolMessage(h.type)) {
-    std::lock_guard<std::mutex> l(mu_);
-    stats::NodeCall call(node_->stats());
-    Status st = node_->Receive(from, bytes);
-    if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
-    if (header && h.type == MessageType::kLockRequest) lock_requests_in_.fetch_add(1, std::memory_order_release);
-    Settle();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      defer_wakes_ = true;
+      stats::NodeCall call(node_->stats());
+      Status st = node_->Receive(from, bytes);
+      if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
+      if (header && h.type == MessageType::kLockRequest) lock_requests_in_.fetch_add(1, std::memory_order_release);
+      Settle();
+      defer_wakes_ = false;
+    }
+    // The threads the message woke (a barrier's release, a lock's grant)
+    // wake once mu_ is free: woken under it, each would block on mu_ at
+    // once and need a second wake-up (a crowded host's CPU runs both).
+    WakeDeferred();
     return;
   }
   Message m;
