@@ -83,6 +83,10 @@ class QueueDriver {
   virtual bool Drive() = 0;
   virtual void Enter() {}
   virtual void Leave(bool got) { (void)got; }
+  // Leave, for a waiter that goes on to Sleep here (nothing to hand over).
+  virtual void LeaveToSleep() { Leave(false); }
+  // Whether Sleep can sleep (false: it returns false at once).
+  virtual bool CanSleep() const { return false; }
   // Sleeps until the source may have work for the queue, ready() holds, or
   // `timeout` passed; false (at once) if this driver cannot sleep, and the
   // queue sleeps on its condition variable instead. Whoever pushes to the
@@ -100,7 +104,7 @@ namespace internal {
 // SpinUntil, driving d between checks (each Drive is a syscall or so, so the
 // clock is read every round).
 template <typename F>
-bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
+bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until, bool then_sleeps = false) {
   if (ready()) return true;
   d.Enter();
   for (uint32_t i = 1;; ++i) {
@@ -110,7 +114,11 @@ bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until) {
       return true;
     }
     if (Clock::now() >= until) {
-      d.Leave(false);
+      if (then_sleeps) {
+        d.LeaveToSleep();
+      } else {
+        d.Leave(false);
+      }
       return false;
     }
     if ((i & 255) == 0) sched_yield();
@@ -198,8 +206,10 @@ class WaitQueue {
     const auto deadline = start + timeout;
     auto ready = [this] { return size_.load(std::memory_order_acquire) != 0; };
     if (ready()) return true;
-    auto spin = [&](Clock::time_point until) { return Spin(ready, until); };
-    if (policy_.mode == WaitMode::kBusyPoll) return spin(deadline);
+    std::shared_ptr<QueueDriver> driver = CurrentDriver();
+    const bool sleeps_on_driver = driver && driver->CanSleep();
+    auto spin = [&](Clock::time_point until) { return Spin(ready, until, sleeps_on_driver); };
+    if (policy_.mode == WaitMode::kBusyPoll) return Spin(ready, deadline);
     auto budget = std::min(policy_.max_spin, std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed)));
     if (spin(std::min(deadline, start + budget))) {
       auto took = Clock::now() - start;
@@ -217,8 +227,9 @@ class WaitQueue {
         if (spin(std::min(deadline, Clock::now() + internal::kMinSpin))) break;
       }
       if (slept) {
-        Adapt(std::max(internal::kMinSpin, budget / 2));
-        return ready();
+        const bool got = ready();
+        AdaptAfterSleep(got, Clock::now() - start, budget);
+        return got;
       }
     }
     std::unique_lock<std::mutex> l(mu_);
@@ -227,12 +238,7 @@ class WaitQueue {
         cv_.wait_until(l, deadline, [this] { return !items_.empty() || stop_waits_; }) && !items_.empty();
     --sleepers_;
     l.unlock();
-    auto took = Clock::now() - start;
-    if (got && took < internal::kMaxSpin) {
-      Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
-    } else {
-      Adapt(std::max(internal::kMinSpin, budget / 2));
-    }
+    AdaptAfterSleep(got, Clock::now() - start, budget);
     return got;
   }
 
@@ -261,10 +267,11 @@ class WaitQueue {
   }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   template <typename F>
-  bool Spin(F ready, internal::Clock::time_point until) {
+  bool Spin(F ready, internal::Clock::time_point until, bool then_sleeps = false) {
     if (ready()) return true;
     std::shared_ptr<QueueDriver> driver = CurrentDriver();
-    return driver ? internal::DriveUntil(ready, *driver, until) : internal::SpinUntil(ready, until);
+    return driver ? internal::DriveUntil(ready, *driver, until, then_sleeps)
+                  : internal::SpinUntil(ready, until);
   }
   size_t PopLocked(std::span<T> out) {
     size_t n = 0;
@@ -274,6 +281,15 @@ class WaitQueue {
     }
     size_.store(items_.size(), std::memory_order_release);
     return n;
+  }
+  // A wait that slept but ended soon would have been caught by a spin that
+  // long; one that ended late (or not at all) shrinks the spin.
+  void AdaptAfterSleep(bool got, internal::Clock::duration took, std::chrono::nanoseconds budget) {
+    if (got && took < internal::kMaxSpin) {
+      Adapt(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
+    } else {
+      Adapt(std::max(internal::kMinSpin, budget / 2));
+    }
   }
   void Adapt(std::chrono::nanoseconds b) {
     b = std::clamp(b, std::min(internal::kMinSpin, policy_.max_spin), policy_.max_spin);

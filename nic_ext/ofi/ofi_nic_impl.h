@@ -147,6 +147,7 @@ class OfiNicImpl final : public OfiNic {
   Status SendTable(NodeId to);
   Status ParseTable(NodeId from, std::span<const uint8_t> bytes);
   void UnlinkShmName();
+  Status ConnectPeers(std::span<const std::string> addresses);  // Connect's work
 
   // Datapath (ofi_transport_datapath.cc).
   void ProgressLoop();

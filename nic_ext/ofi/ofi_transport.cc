@@ -400,6 +400,14 @@ void OfiNicImpl::UnlinkShmName() {
 
 Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
   if (started_) return Status::InvalidArgument("Connect called twice");
+  Status s = ConnectPeers(addresses);
+  // Done: every peer has mapped our region. Failed: the job ends, maybe by
+  // _exit. Either way the name can go.
+  UnlinkShmName();
+  return s;
+}
+
+Status OfiNicImpl::ConnectPeers(std::span<const std::string> addresses) {
   if (addresses.size() != num_nodes()) return Status::InvalidArgument("one address per node");
   std::vector<uint8_t> raw;
   for (NodeId i = 0; i < num_nodes(); ++i) {
@@ -444,7 +452,6 @@ Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
     return Status::Timeout(fmt::format("nic {}: {} of {} region tables arrived within {} ms", self(), tables_,
                                        num_nodes(), opt_.setup_timeout.count()));
   }
-  UnlinkShmName();
   return Status::Ok();
 }
 

@@ -127,6 +127,7 @@ class ShmNicImpl final : public ShmNic {
   class Driver final : public QueueDriver {
    public:
     Driver(ShmNicImpl* nic, bool sleeps) : nic_(nic), sleeps_(sleeps) {}
+    bool CanSleep() const override { return sleeps_; }
     bool Drive() override;
     void Enter() override;
     void Leave(bool got) override;

@@ -27,11 +27,15 @@
 #pragma once
 
 #include <liburing.h>
+#include <poll.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,18 +124,38 @@ class TcpNicImpl final : public TcpNic {
 
   // Lets a thread waiting on one of this NIC's queues receive for it. After
   // Retire (Shutdown) it does nothing, so a queue may outlive the NIC.
+  // A waiter that has spun in vain sleeps in poll() on the sockets (Sleep),
+  // so the arrival wakes it and it receives for itself: one wake-up per
+  // round trip, as a blocking recv has, where a sleep on the queue's
+  // condition variable costs two (the NIC thread's, then the waiter's).
   class Driver final : public QueueDriver {
    public:
     Driver(TcpNicImpl* nic, bool all_peers) : nic_(nic), all_peers_(all_peers) {}
     bool Drive() override;
     void Enter() override { active_.fetch_add(1, std::memory_order_seq_cst); }
     void Leave(bool got) override;
-    void Retire();
+    void LeaveToSleep() override { active_.fetch_sub(1, std::memory_order_seq_cst); }
+    bool CanSleep() const override { return !all_peers_; }
+    bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) override;
+    void Interrupt() override;
+    void Retire();  // ends every Sleep and waits them out
     int active() const { return active_.load(std::memory_order_seq_cst); }
+    // Wakes the threads in Sleep: whoever pushes to the queue calls it, as
+    // the data that woke nobody may already be read.
+    void WakeSleepers() {
+      if (sleeping_.load(std::memory_order_seq_cst) > 0) Kick();
+    }
 
    private:
-    std::atomic<int> active_{0};  // waiters between Enter and Leave
-    std::mutex mu_;
+    void Kick();
+
+    std::atomic<int> active_{0};    // waiters between Enter and Leave, or in Sleep
+    std::atomic<int> sleeping_{0};  // sleepers_.size()
+    std::mutex mu_;        // held across Drive
+    std::mutex sleep_mu_;  // below mu_ and TcpNicImpl::mu_: Kick runs under both
+    std::condition_variable slept_;  // sleepers_ shrank
+    std::vector<int> sleepers_;      // guarded by sleep_mu_: each sleeper's own eventfd
+    bool interrupted_ = false;       // guarded by sleep_mu_
     TcpNicImpl* nic_;       // guarded by mu_; nullptr once retired
     const bool all_peers_;  // recv queue: every peer; CQ: peers with requests out
   };
@@ -159,6 +183,7 @@ class TcpNicImpl final : public TcpNic {
   void StampArrivals_nt(Conn& c);
   void StopAll_nt();
   bool DriveRx(bool all_peers);  // any thread (Driver); never blocks on mu_
+  size_t SleepFds(std::span<pollfd> out);  // the live connections, for a sleeping Driver
   int ActiveDrivers() const { return cq_driver_->active() + recv_driver_->active(); }
 
   // Under mu_.
@@ -186,7 +211,11 @@ class TcpNicImpl final : public TcpNic {
   void Wake();
   uint32_t AllocSlot(const WorkRequest& wr, CompletionQueue* cq);
   void FlushSlots(NodeId peer);
-  static void Deliver(CompletionQueue* cq, const Pending& p, WcStatus st, uint64_t value);
+  void Deliver(CompletionQueue* cq, const Pending& p, WcStatus st, uint64_t value);
+  void WakeSleepers() {
+    cq_driver_->WakeSleepers();
+    recv_driver_->WakeSleepers();
+  }
 
   const TcpOptions opt_;
   const bool inject_;

@@ -4,9 +4,12 @@
 // Per frame: one decode, one bounds check, one copy. No exceptions, no
 // allocation in steady state beyond SEND payloads handed to the receiver.
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +20,27 @@
 #include "util/coding.h"
 
 namespace svm::nic {
+
+namespace {
+// Each thread's own eventfd for sleeping in Driver::Sleep: signalled when its
+// queue gets an item that no socket readiness announces.
+int SleeperFd() {
+  struct Fd {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    ~Fd() {
+      if (fd >= 0) close(fd);
+    }
+  };
+  static thread_local Fd f;
+  return f.fd;
+}
+
+void Signal(int fd) {
+  uint64_t one = 1;
+  ssize_t w = write(fd, &one, sizeof one);
+  (void)w;  // cannot fail short of overflow
+}
+}  // namespace
 
 // ---- posting (any thread) -------------------------------------------------
 
@@ -48,6 +72,7 @@ void TcpNicImpl::Deliver(CompletionQueue* cq, const Pending& p, WcStatus st, uin
   c.byte_len = p.bytes;
   c.value = value;
   cq->Push(c);
+  WakeSleepers();
 }
 
 void TcpNicImpl::FlushSlots(NodeId peer) {
@@ -101,6 +126,7 @@ Status TcpNicImpl::PostOne(CompletionQueue* cq, const WorkRequest& wr) {
     done.status = WcStatus::kFlushed;
     done.peer = wr.peer;
     cq->Push(done);
+    WakeSleepers();
     return Status::Ok();
   }
   const uint32_t epoch = opt_.epoch;
@@ -114,6 +140,7 @@ Status TcpNicImpl::PostOne(CompletionQueue* cq, const WorkRequest& wr) {
       done.peer = wr.peer;
       done.byte_len = static_cast<uint32_t>(wr.Bytes());
       cq->Push(done);
+      WakeSleepers();
     }
     return Status::Ok();
   }
@@ -260,8 +287,82 @@ void TcpNicImpl::Driver::Leave(bool got) {
 }
 
 void TcpNicImpl::Driver::Retire() {
+  {
+    std::lock_guard<std::mutex> l(mu_);  // waits out a Drive in progress
+    nic_ = nullptr;
+  }
+  std::unique_lock<std::mutex> l(sleep_mu_);
+  interrupted_ = true;
+  for (int fd : sleepers_) Signal(fd);
+  slept_.wait(l, [this] { return sleepers_.empty(); });
+}
+
+void TcpNicImpl::Driver::Interrupt() {
+  std::lock_guard<std::mutex> l(sleep_mu_);
+  interrupted_ = true;
+  for (int fd : sleepers_) Signal(fd);
+}
+
+void TcpNicImpl::Driver::Kick() {
+  const int me = SleeperFd();  // a sleeper receiving for itself sees its items
+  std::lock_guard<std::mutex> l(sleep_mu_);
+  for (int fd : sleepers_) {
+    if (fd != me) Signal(fd);
+  }
+}
+
+bool TcpNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) {
+  const int me = SleeperFd();
+  TcpNicImpl* nic;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    nic = nic_;
+  }
+  {
+    std::lock_guard<std::mutex> l(sleep_mu_);
+    // Retire clears nic_ before it sets interrupted_: a sleeper that got the
+    // NIC registers before Retire looks, so the NIC outlives its Sleep.
+    if (nic == nullptr || interrupted_ || me < 0 || !CanSleep()) return false;
+    sleepers_.push_back(me);
+    sleeping_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  // Counted as driving, so the NIC thread stays parked (its polls removed)
+  // and an arrival wakes this thread alone.
+  active_.fetch_add(1, std::memory_order_seq_cst);
+  std::array<pollfd, kMaxNodes + 1> fds;
+  nfds_t n = nic->SleepFds({fds.data(), kMaxNodes});
+  fds[n++] = {me, POLLIN, 0};
+  bool arrived = false;
+  if (!ready()) {  // after registering: a push from now on signals `me`
+    const int64_t ns = std::max<int64_t>(0, timeout.count());
+    const timespec ts{ns / 1'000'000'000, ns % 1'000'000'000};
+    arrived = ppoll(fds.data(), n, &ts, nullptr) > 0 && fds[n - 1].revents == 0;
+  }
+  // What woke us is received here, no hand-off (still registered: the NIC
+  // lives until Retire has seen every sleeper go).
+  if (arrived) nic->DriveRx(true);
+  const bool got = ready();
+  // Leaving without an item: the NIC thread must receive again now.
+  if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1 && !got) nic->Wake();
+  {
+    std::lock_guard<std::mutex> l(sleep_mu_);
+    std::erase(sleepers_, me);
+    sleeping_.fetch_sub(1, std::memory_order_seq_cst);
+    slept_.notify_all();
+  }
+  uint64_t drained;
+  ssize_t r = read(me, &drained, sizeof drained);  // non-blocking
+  (void)r;
+  return true;
+}
+
+size_t TcpNicImpl::SleepFds(std::span<pollfd> out) {
   std::lock_guard<std::mutex> l(mu_);
-  nic_ = nullptr;
+  size_t n = 0;
+  for (const Conn& c : conns_) {
+    if (c.fd >= 0 && c.alive && !stopping_ && n < out.size()) out[n++] = {c.fd, POLLIN | POLLRDHUP, 0};
+  }
+  return n;
 }
 
 bool TcpNicImpl::DriveRx(bool all_peers) {
@@ -503,6 +604,7 @@ bool TcpNicImpl::HandleFrame(Conn& c, const frame::Frame& f, std::string* error)
       m.from = from;
       m.bytes.assign(f.data.begin(), f.data.end());
       recv_queue().Push(std::move(m));
+      WakeSleepers();
       return true;
     }
     case frame::Type::kWrite: {
@@ -695,8 +797,12 @@ void TcpNicImpl::Loop_nt() {
     }
     io_uring_cqe* cqe = nullptr;
     if (parked_) {  // read without mu_: only this thread writes it
-      __kernel_timespec ts{0, std::chrono::nanoseconds(kParkedNap).count()};
-      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      // Nap until something completes or the drivers are gone, without
+      // taking mu_ from the drivers in between.
+      do {
+        __kernel_timespec ts{0, std::chrono::nanoseconds(kParkedNap).count()};
+        io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      } while (io_uring_cq_ready(&ring_) == 0 && ActiveDrivers() > 0);
     } else if (next_ready != Clock::time_point::max()) {
       auto left = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            next_ready - Clock::now()).count());

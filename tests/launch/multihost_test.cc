@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/bit_flip_proxy.h"
 #include "tests/launch/launch_util.h"
 
 namespace svm::launch_test {
@@ -282,63 +283,17 @@ TEST(MultiHost, BitFlippedInFlightEndsTheJob) {
   std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
   std::string host_list = vc.StartDaemons(key);
   ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
-  // The middle: the bridge's address (the nodes call svmrun back at the
-  // address svmrun used), forwarding to the svmd.
-  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  inet_pton(AF_INET, vc.bridge_ip().c_str(), &a.sin_addr);
-  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(lfd, 4), 0);
-  socklen_t len = sizeof a;
-  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string middle = vc.bridge_ip() + ":" + std::to_string(ntohs(a.sin_port));
-  std::atomic<bool> stop{false}, flipped{false};
   // svmd's bytes: hello 40 + proof 32, JOB_STARTED (4 + 16 + 8 + 16 = 44),
-  // then what the running job sends (OUTPUT, PONG): flip in there.
-  const size_t flip_at = 72 + 44 + 10;
-  std::thread proxy([&] {
-    pollfd l{lfd, POLLIN, 0};
-    while (!stop && poll(&l, 1, 100) <= 0) {
-    }
-    if (stop) return;
-    int down = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in t{};
-    t.sin_family = AF_INET;
-    t.sin_port = htons(7117);
-    inet_pton(AF_INET, vc.ip(0).c_str(), &t.sin_addr);
-    if (connect(up, reinterpret_cast<sockaddr*>(&t), sizeof t) != 0) return;
-    size_t from_up = 0;
-    char buf[65536];
-    while (!stop) {
-      pollfd p[2] = {{down, POLLIN, 0}, {up, POLLIN, 0}};
-      if (poll(p, 2, 100) <= 0) continue;
-      if (p[0].revents) {
-        ssize_t r = recv(down, buf, sizeof buf, 0);
-        if (r <= 0 || send(up, buf, size_t(r), MSG_NOSIGNAL) != r) break;
-      }
-      if (p[1].revents) {
-        ssize_t r = recv(up, buf, sizeof buf, 0);
-        if (r <= 0) break;
-        if (from_up <= flip_at && flip_at < from_up + size_t(r)) {
-          buf[flip_at - from_up] ^= 0x01;
-          flipped = true;
-        }
-        from_up += size_t(r);
-        if (send(down, buf, size_t(r), MSG_NOSIGNAL) != r) break;
-      }
-    }
-    close(down);
-    close(up);
-  });
+  // then what the running job sends (OUTPUT, PONG): flip in there. The
+  // middle listens at the bridge's address (the nodes call svmrun back at the
+  // address svmrun used) and forwards to the svmd.
+  test_util::BitFlipProxy proxy(vc.bridge_ip(), vc.ip(0) + ":7117", 72 + 44 + 10, 0x01);
+  ASSERT_TRUE(proxy.ok());
+  const std::string middle = proxy.address();
   Child c({Svmrun(), "--preload", "none", "-n", "1", "--liveness-timeout", "1", "--hosts", middle, "--key-file", key,
            "--", FakeNode(), "--wait"});
   const int code = c.ExitCode(30);
-  stop = true;
-  proxy.join();
-  close(lfd);
-  EXPECT_TRUE(flipped);
+  EXPECT_TRUE(proxy.flipped());
   EXPECT_EQ(code, 255) << c.err;
   EXPECT_NE(c.err.find("lost connection to svmd at " + middle), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("does not authenticate"), std::string::npos) << c.err;

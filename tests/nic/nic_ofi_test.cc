@@ -3,6 +3,9 @@
 // checking, the SEND size limit and credits.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <string>
 #include <thread>
 
 #include "tests/nic/nic_cluster.h"
@@ -39,6 +42,34 @@ TEST(OfiTest, ConnectRefusesAddressesThatAreNotOfi) {
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
   addrs[1] = "ofi:zz";
   EXPECT_FALSE(nic->Connect(addrs).ok());
+}
+
+// libfabric's shm provider unlinks its /dev/shm file only in fi_close, and a
+// node that fails to connect ends with _exit: the failed Connect must not
+// leave the file behind (issue 18: nothing left behind).
+TEST(OfiTest, FailedConnectLeavesNoSharedMemoryFile) {
+  if (std::string why = OfiSkipReason(Backend::kOfiShm); !why.empty()) GTEST_SKIP() << why;
+  OfiOptions o;
+  o.num_nodes = 2;
+  o.provider = OfiProvider(Backend::kOfiShm);
+  std::unique_ptr<OfiNic> nic;
+  ASSERT_TRUE(OfiNic::Create(o, &nic).ok());
+  // The address is "ofi:" and the hex of the endpoint name, "fi_shm://NAME"
+  // or "NAME", NUL-padded; the file is /dev/shm/NAME.
+  const std::string hex = nic->listen_address().substr(4);
+  std::string name;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    const char c = static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    if (c == '\0') break;
+    name += c;
+  }
+  if (name.rfind("fi_shm://", 0) == 0) name = name.substr(9);
+  ASSERT_FALSE(name.empty());
+  const std::string path = "/dev/shm/" + name;
+  ASSERT_EQ(access(path.c_str(), F_OK), 0) << path << " should exist while the endpoint is open";
+  std::vector<std::string> addrs = {nic->listen_address(), "ofi:zz"};
+  EXPECT_FALSE(nic->Connect(addrs).ok());
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " outlived the failed Connect";
 }
 
 class OfiSendTest : public ::testing::TestWithParam<Backend> {};

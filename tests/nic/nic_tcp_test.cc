@@ -21,6 +21,7 @@
 #include "nic_ext/tcp/tcp_nic_impl.h"  // kMaxWaitingAccepts
 #include "util/auth.h"
 #include "util/seal.h"
+#include "tests/common/bit_flip_proxy.h"
 #include "tests/nic/nic_cluster.h"
 
 namespace svm::nic::testing {
@@ -564,69 +565,6 @@ TEST(TcpTransferTest, LargeWritesAndReadsRoundTrip) {
   other.join();
 }
 
-// A man in the middle between two NICs: forwards both ways and flips one bit
-// of what node 0 sends, `flip_at` bytes into the connection.
-class BitFlipProxy {
- public:
-  BitFlipProxy(const std::string& target, size_t flip_at) : target_(target), flip_at_(flip_at) {
-    listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(listen(listen_, 4), 0);
-    socklen_t len = sizeof a;
-    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    address_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~BitFlipProxy() {
-    stop_ = true;
-    thread_.join();
-    close(listen_);
-  }
-  const std::string& address() const { return address_; }
-  bool flipped() const { return flipped_; }
-
- private:
-  void Run() {
-    pollfd l{listen_, POLLIN, 0};
-    while (!stop_ && poll(&l, 1, 100) <= 0) {
-    }
-    if (stop_) return;
-    int down = accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);  // node 1
-    int up = Dial(target_);                                        // node 0
-    size_t from_up = 0;
-    uint8_t buf[65536];
-    while (!stop_) {
-      pollfd p[2] = {{down, POLLIN, 0}, {up, POLLIN, 0}};
-      if (poll(p, 2, 100) <= 0) continue;
-      if (p[0].revents) {
-        ssize_t r = recv(down, buf, sizeof buf, 0);
-        if (r <= 0 || send(up, buf, size_t(r), MSG_NOSIGNAL) != r) break;
-      }
-      if (p[1].revents) {
-        ssize_t r = recv(up, buf, sizeof buf, 0);
-        if (r <= 0) break;
-        if (from_up <= flip_at_ && flip_at_ < from_up + size_t(r)) {
-          buf[flip_at_ - from_up] ^= 0x10;
-          flipped_ = true;
-        }
-        from_up += size_t(r);
-        if (send(down, buf, size_t(r), MSG_NOSIGNAL) != r) break;
-      }
-    }
-    close(down);
-    close(up);
-  }
-
-  std::string target_, address_;
-  size_t flip_at_;
-  int listen_ = -1;
-  std::atomic<bool> stop_{false}, flipped_{false};
-  std::thread thread_;
-};
-
 // Issue 18: a frame modified in flight must never give a wrong answer. In
 // clear, a flipped bit in a READ response is believed (the control case);
 // sealed, the record fails to open, the connection drops and the READ
@@ -652,7 +590,9 @@ TEST(TcpSealTest, BitFlippedInFlightNeverGivesAWrongAnswer) {
     // response 16, and the data. Flip a bit 100 bytes into the data.
     const size_t hello = HelloBytes(0, 2).size() + (seal ? svmd::kSealOverhead : 0);
     const size_t data_at = 72 + hello + (seal ? svmd::kSealHeader : 0) + frame::kHeaderBytes + frame::kResponseBytes;
-    BitFlipProxy proxy(nics[0]->listen_address(), data_at + 100);
+    // Between the NICs: flips one bit of what node 0 sends.
+    test_util::BitFlipProxy proxy("127.0.0.1", nics[0]->listen_address(), data_at + 100, 0x10);
+    ASSERT_TRUE(proxy.ok());
     std::vector<std::string> at0 = {nics[0]->listen_address(), nics[1]->listen_address()};
     std::vector<std::string> at1 = {proxy.address(), nics[1]->listen_address()};
     Status st0;
