@@ -57,7 +57,8 @@ struct Options {
 Status ReadOptions(Options* out);
 
 // Whether waiting threads should spin before they sleep: o's SVM_SPIN, and
-// for auto, whether the host has a CPU for each of its nodes. Unknown
+// for auto, whether the host has a CPU for each of its nodes or the nodes
+// run several threads each. Unknown
 // counts (0) count as enough CPUs, except that every node of an shm job
 // runs on this host and SVM_HOST_CPUS missing means sysconf's count.
 bool ShouldSpin(const Options& o, uint32_t online_cpus);
