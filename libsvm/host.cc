@@ -81,7 +81,9 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
   auto woken = [&w] { return w.load(std::memory_order_acquire) != 0; };
   // One spinner per node: it handles the messages for every waiter, and
   // more spinners only take the CPUs from the threads they wait for.
-  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0;
+  // On a host with more nodes than CPUs the thread we wait for may need
+  // this CPU: sleep at once (spin_, SVM_SPIN).
+  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0 && spin_;
   const int64_t until = spin ? NowNs() + spin_ns : 0;
   for (int64_t now = NowNs(); !woken() && now < until; now = NowNs()) {
     if (nic_ == nullptr) {
@@ -151,7 +153,17 @@ void Runtime::Settle() {
 void Runtime::Wake(ThreadId t) {
   Slot& s = slots_[t];
   s.wake.store(1, std::memory_order_seq_cst);
-  if (s.asleep.load(std::memory_order_seq_cst) != 0) FutexWake(&s.wake);
+  if (s.asleep.load(std::memory_order_seq_cst) == 0) return;
+  if (defer_wakes_) {
+    deferred_wakes_.push_back(t);
+    return;
+  }
+  FutexWake(&s.wake);
+}
+
+void Runtime::WakeDeferred() {
+  for (ThreadId t : deferred_wakes_) FutexWake(&slots_[t].wake);
+  deferred_wakes_.clear();
 }
 
 // Runs in the faulting thread (uffd, mprotect: inside the signal handler) or

@@ -16,11 +16,18 @@
 namespace svm::rt {
 
 enum class Placement : uint8_t { kBlock, kCyclic };
+// Whether a waiting thread spins before it sleeps (SVM_SPIN). kAuto: unless
+// this host runs more of the job's nodes than it has CPUs, where a spinner
+// takes the CPU from the node it waits for.
+enum class SpinPolicy : uint8_t { kAuto, kOn, kOff };
 
 struct Options {
   NodeId node = 0;                 // SVM_NODE_ID
   uint32_t nodes = 1;              // SVM_NODES
   uint32_t threads_per_node = 1;   // SVM_THREADS_PER_NODE
+  uint32_t host_nodes = 0;         // SVM_HOST_NODES: the job's nodes on this host (0: unknown)
+  uint32_t host_cpus = 0;          // SVM_HOST_CPUS: CPUs they share (0: unknown)
+  SpinPolicy spin = SpinPolicy::kAuto;  // SVM_SPIN
   Placement place = Placement::kBlock;
   Mode mode = Mode::kBase;
   prim::Backend fault = prim::Backend::kUffd;
@@ -48,6 +55,13 @@ struct Options {
 
 // Parses the environment. An error names the variable and the valid values.
 Status ReadOptions(Options* out);
+
+// Whether waiting threads should spin before they sleep: o's SVM_SPIN, and
+// for auto, whether the host has a CPU for each of its nodes or the nodes
+// run several threads each. Unknown
+// counts (0) count as enough CPUs, except that every node of an shm job
+// runs on this host and SVM_HOST_CPUS missing means sysconf's count.
+bool ShouldSpin(const Options& o, uint32_t online_cpus);
 
 // One line per variable (value as set, or "(default)"), for SVM_VERBOSE.
 std::string DescribeEnvironment();

@@ -83,7 +83,9 @@ void Runtime::StartOrDie() {
 Status Runtime::Start() {
   if (Status st = ReadOptions(&opts_); !st.ok()) return st;
   InitLogging(opts_.log_level, opts_.node);
+  spin_ = ShouldSpin(opts_, uint32_t(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN))));
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
+  if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");
   if (!opts_.stats_dir.empty() || opts_.show_stats) {
     stats::Enable();
     // What a fault costs in the kernel, so that it is charged to the fault
@@ -324,6 +326,10 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
     so.num_nodes = opts_.nodes;
     so.epoch = opts_.epoch;
     so.key = cc.key;
+    if (!spin_) {  // the handler and the NIC thread sleep at once too
+      so.recv_policy.max_spin = std::chrono::nanoseconds(0);
+      so.nic_spin = std::chrono::nanoseconds(0);
+    }
     std::unique_ptr<nic::ShmNic> shm;
     if (Status st = nic::ShmNic::Create(so, &shm); !st.ok()) return st;
     *address = shm->listen_address();
@@ -339,6 +345,7 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
   to.seal = cc.seal;  // nodes on several hosts (svmrun: SVM_SEAL)
   to.latency_ns = opts_.net_latency_ns;
   to.bandwidth_bytes_per_s = opts_.net_bandwidth;
+  if (!spin_) to.recv_policy.max_spin = std::chrono::nanoseconds(0);
   to.listen = opts_.nic_listen.empty() ? LocalAddressToward(cc.control_host) + ":0" : opts_.nic_listen;
   std::unique_ptr<nic::TcpNic> tcp;
   if (Status st = nic::TcpNic::Create(to, &tcp); !st.ok()) return st;
@@ -421,12 +428,20 @@ void Runtime::Dispatch(NodeId from, std::vector<uint8_t>& bytes) {
   wire::Header h;
   const bool header = wire::DecodeHeader(bytes, &h).ok();
   if (!header || IsProtocolMessage(h.type)) {
-    std::lock_guard<std::mutex> l(mu_);
-    stats::NodeCall call(node_->stats());
-    Status st = node_->Receive(from, bytes);
-    if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
-    if (header && h.type == MessageType::kLockRequest) lock_requests_in_.fetch_add(1, std::memory_order_release);
-    Settle();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      defer_wakes_ = true;
+      stats::NodeCall call(node_->stats());
+      Status st = node_->Receive(from, bytes);
+      if (!st.ok()) spdlog::error("message from node {} refused: {}", from, st.ToString());
+      if (header && h.type == MessageType::kLockRequest) lock_requests_in_.fetch_add(1, std::memory_order_release);
+      Settle();
+      defer_wakes_ = false;
+    }
+    // The threads the message woke (a barrier's release, a lock's grant)
+    // wake once mu_ is free: woken under it, each would block on mu_ at
+    // once and need a second wake-up (a crowded host's CPU runs both).
+    WakeDeferred();
     return;
   }
   Message m;

@@ -231,6 +231,9 @@ class Runtime final : public Host {
   void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
                 int64_t deadline_ns = INT64_MAX);
   void SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns);
+  // The futex calls Wake deferred while Dispatch held mu_. REQUIRES:
+  // dispatch_mu_ held, mu_ not.
+  void WakeDeferred();
   static void Sleep(Slot& s, int64_t timeout_ns);
   // After a Node call: frees sent buffers and notes whether waiting threads
   // must poll (one-sided operations in flight, or Node::NeedsPoll).
@@ -314,6 +317,13 @@ class Runtime final : public Host {
   std::mutex dispatch_mu_;
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
+  bool spin_ = true;  // waiting threads spin before they sleep (options.h, ShouldSpin)
+  // While Dispatch hands a message to the Node, Wake leaves the futex call
+  // of a sleeping thread for WakeDeferred, after mu_. defer_wakes_ is
+  // GUARDED_BY(mu_); deferred_wakes_ is written only under mu_ and
+  // dispatch_mu_ both, and read by the dispatcher under dispatch_mu_.
+  bool defer_wakes_ = false;
+  std::vector<ThreadId> deferred_wakes_;
   std::mutex mu_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)

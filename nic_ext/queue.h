@@ -6,8 +6,9 @@
 // spin catches quick completions without a wake-up. The spin budget is
 //   kBusyPoll: unbounded (Wait never sleeps; it spins until the deadline);
 //   kAdaptive: starts at kDefaultSpin and follows recent waits: a wait caught
-//              while spinning keeps or grows the budget (up to kMaxSpin),
-//              one that had to sleep shrinks it (down to kMinSpin).
+//              while spinning keeps or grows the budget (up to kMaxSpin, or
+//              the policy's max_spin), one that had to sleep shrinks it
+//              (down to kMinSpin).
 // A queue may have a driver (QueueDriver, set by the Nic that fills it): while
 // spinning, Wait calls it to produce the items itself (run to completion on
 // the waiting thread) rather than wait for another thread to push them; a
@@ -36,15 +37,21 @@ namespace svm::nic {
 
 enum class WaitMode : uint8_t { kAdaptive, kBusyPoll };
 
-struct WaitPolicy {
-  WaitMode mode = WaitMode::kAdaptive;
-};
-
 namespace internal {
 using Clock = std::chrono::steady_clock;
 inline constexpr std::chrono::nanoseconds kMinSpin{2'000};
 inline constexpr std::chrono::nanoseconds kDefaultSpin{50'000};
 inline constexpr std::chrono::nanoseconds kMaxSpin{200'000};
+}  // namespace internal
+
+struct WaitPolicy {
+  WaitMode mode = WaitMode::kAdaptive;
+  // kAdaptive's budget never exceeds this; 0: sleep at once (a host with
+  // more busy threads than CPUs, where a spinner delays what it waits for).
+  std::chrono::nanoseconds max_spin = internal::kMaxSpin;
+};
+
+namespace internal {
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -203,7 +210,7 @@ class WaitQueue {
     const bool sleeps_on_driver = driver && driver->CanSleep();
     auto spin = [&](Clock::time_point until) { return Spin(ready, until, sleeps_on_driver); };
     if (policy_.mode == WaitMode::kBusyPoll) return Spin(ready, deadline);
-    auto budget = std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
+    auto budget = std::min(policy_.max_spin, std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed)));
     if (spin(std::min(deadline, start + budget))) {
       auto took = Clock::now() - start;
       if (2 * took > budget) Adapt(std::min(internal::kMaxSpin, budget * 2));
@@ -285,7 +292,7 @@ class WaitQueue {
     }
   }
   void Adapt(std::chrono::nanoseconds b) {
-    b = std::clamp(b, internal::kMinSpin, internal::kMaxSpin);
+    b = std::clamp(b, std::min(internal::kMinSpin, policy_.max_spin), policy_.max_spin);
     spin_ns_.store(b.count(), std::memory_order_relaxed);
   }
 

@@ -94,6 +94,14 @@ Status CpuShares(uint32_t count, std::vector<cpu_set_t>* shares) {
   return Status::Ok();
 }
 
+std::vector<std::string> HostEnv(uint32_t count) {
+  cpu_set_t mine;
+  const int cpus = ::sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 0;
+  std::vector<std::string> e = {"SVM_HOST_NODES=" + std::to_string(count)};
+  if (cpus > 0) e.push_back("SVM_HOST_CPUS=" + std::to_string(cpus));
+  return e;
+}
+
 Status LocalNode::Start(const SpawnSpec& spec) {
   // Everything the child needs is built before fork: after it, only
   // async-signal-safe calls.

@@ -54,6 +54,11 @@ struct SpawnSpec {
 std::vector<std::vector<int>> DealCpus(const std::vector<int>& cpus, uint32_t count);
 // DealCpus over the CPUs this process may run on (--pin node).
 Status CpuShares(uint32_t count, std::vector<cpu_set_t>* shares);
+// What `count` node processes started here learn of their host:
+// SVM_HOST_NODES=count and SVM_HOST_CPUS=the CPUs this process may run on.
+// With more nodes than CPUs a node's waiting threads block at once rather
+// than spin (libsvm, Runtime::SpinThenSleep).
+std::vector<std::string> HostEnv(uint32_t count);
 
 class LocalNode {
  public:

@@ -255,7 +255,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
   // The nodes' environment is cleaned of SVM_*; these runtime knobs (no
   // svmrun flag) are the user's to set, and reach every node alike.
   for (const char* knob : {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND", "SVM_SHARE_GLOBALS",
-                           "SVM_VERBOSE"})
+                           "SVM_VERBOSE", "SVM_SPIN"})
     if (const char* v = getenv(knob)) e.push_back(std::string(knob) + "=" + v);
   if (preload_ != "none") e.push_back("LD_PRELOAD=" + preload_);
   return e;
@@ -503,10 +503,11 @@ Status Job::AwaitAgents(int64_t deadline) {
 Status Job::StartLocal() {
   auto sink = [this](uint32_t node, int stream, std::string_view line) { Emit(node, stream, line); };
   std::vector<cpu_set_t> shares;
+  const auto local = std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.host < 0; });
   if (o_.pin == "node") {
-    const auto local = std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.host < 0; });
     if (Status s = CpuShares(uint32_t(local), &shares); !s.ok()) return s;
   }
+  const std::vector<std::string> host = HostEnv(uint32_t(local));
   size_t next_share = 0;
   for (Node& n : nodes_) {
     if (n.host >= 0) continue;
@@ -517,6 +518,7 @@ Status Job::StartLocal() {
     spec.env = CleanEnvironment();
     if (Status s = ApplyExports(o_.env, getenv, &spec.env); !s.ok()) return s;
     OverlayEnvironment(CommonEnv(true), &spec.env);
+    OverlayEnvironment(host, &spec.env);
     spec.env.push_back("SVM_NODE_ID=" + std::to_string(n.id));
     if (n.id == 0 && !o_.stats.empty()) spec.env.push_back("SVM_STATS=" + o_.stats);
     if (!stats_dir_.empty()) spec.env.push_back("SVM_STATS_DIR=" + stats_dir_);

@@ -179,6 +179,7 @@ class ShmNicImpl final : public ShmNic {
   bool WorkVisible();     // cheap: would Progress find something?
   void WakeIfIdle(NodeId node);
   void WakeForMessage(NodeId node);
+  void WakeConsumer();  // after a push to recv_queue()
   void WakeSelf();
   bool MessagesWaiting();
   void NoteGone(NodeId node);  // a peer shut down or died

@@ -114,7 +114,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
       m.bytes.insert(m.bytes.end(), b, b + wr.sge[i].length);
     }
     recv_queue().Push(std::move(m));
-    WakeForMessage(self());
+    WakeConsumer();
     return WcStatus::kSuccess;
   }
   uint8_t length[kLengthBytes];
@@ -234,7 +234,7 @@ bool ShmNicImpl::Drain() {
     did = true;
     if (h.sender_waits.load(std::memory_order_seq_cst) != 0 && !gone(s)) WakeIfIdle(s);
   }
-  if (did) WakeForMessage(self());  // the consumer may sleep on its own
+  if (did) WakeConsumer();
   return did;
 }
 
@@ -431,6 +431,19 @@ void ShmNicImpl::WakeForMessage(NodeId node) {
     return;
   }
   if (node != self()) WakeIfIdle(node);
+}
+
+// Items just pushed to the receive queue: its consumer, if it sleeps on its
+// own (Driver::Sleep), must wake whoever pushed them. Not WakeForMessage,
+// whose "a poller drains the rings" is no help here: the drainer is that
+// poller (the NIC thread, a waiting thread), and the items sat in the queue
+// until the consumer's sleep timed out (kSleepSlice).
+void ShmNicImpl::WakeConsumer() {
+  Bell& b = bell(self());
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (b.recv_sleepers.load(std::memory_order_seq_cst) == 0) return;
+  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(&b.recv_seq);
 }
 
 bool ShmNicImpl::MessagesWaiting() {

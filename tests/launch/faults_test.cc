@@ -461,6 +461,14 @@ TEST(Misuse, RuntimeStartupFailureHasItsOwnExitCode) {
   EXPECT_NE(c.err.find("svm: node start-up failed: SVM_NOTICE_RING"), std::string::npos) << c.err;
 }
 
+TEST(Misuse, BadSpinPolicyIsRefusedWithTheChoices) {
+  NEEDS_LIBSVM();
+  Child c(Svmrun({"-n", "2"}, {"/bin/true"}, Libsvm()), {"SVM_SPIN=sometimes"});
+  EXPECT_EQ(c.ExitCode(), 125) << c.err;
+  EXPECT_NE(c.err.find("SVM_SPIN"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("auto, on or off"), std::string::npos) << c.err;
+}
+
 // Node 0 ending without exit() (_exit, a #! wrapper's shell, env) ends the
 // job with its status: it hung before, svmrun spinning.
 TEST(Misuse, NodeZeroEndingWithoutExitEndsTheJob) {

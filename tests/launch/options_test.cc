@@ -91,10 +91,30 @@ TEST(Options, VerbosePrintsTheOptionsInEffect) {
 TEST(Options, RuntimeKnobsReachTheNodes) {
   // libsvm's own variables (no svmrun flag) pass through to every node.
   Child c({Svmrun(), "--preload", "none", "--", "/usr/bin/env"},
-          {"SVM_VERBOSE=1", "SVM_SHOW_STATS=1", "SVM_SHARE_GLOBALS=0", "SVM_NOTICE_RING=4096"});
+          {"SVM_VERBOSE=1", "SVM_SHOW_STATS=1", "SVM_SHARE_GLOBALS=0", "SVM_NOTICE_RING=4096", "SVM_SPIN=off"});
   ASSERT_EQ(c.ExitCode(), 0) << c.err;
-  for (const char* v : {"SVM_VERBOSE=1", "SVM_SHOW_STATS=1", "SVM_SHARE_GLOBALS=0", "SVM_NOTICE_RING=4096"})
+  for (const char* v :
+       {"SVM_VERBOSE=1", "SVM_SHOW_STATS=1", "SVM_SHARE_GLOBALS=0", "SVM_NOTICE_RING=4096", "SVM_SPIN=off"})
     EXPECT_NE(("\n" + c.out).find(std::string("\n") + v + "\n"), std::string::npos) << v << "\n" << c.out;
+}
+
+// Issue 17: a node learns how many of the job's nodes share its host and how
+// many CPUs they have (with more nodes than CPUs its waiters do not spin);
+// the user's own values do not pass (svmrun's count is the truth).
+TEST(Options, HostCountsReachTheNodes) {
+  cpu_set_t cpus;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+  Child c({Svmrun(), "--preload", "none", "-n", "3", "--", "/usr/bin/env"}, {"SVM_HOST_NODES=99"});
+  ASSERT_EQ(c.ExitCode(), 0) << c.err;
+  const std::string env = "\n" + c.out;
+  const std::string want = "\nSVM_HOST_NODES=3\n";
+  size_t nodes = 0;
+  for (size_t at = env.find("\nSVM_HOST_NODES="); at != std::string::npos; at = env.find("\nSVM_HOST_NODES=", at + 1)) {
+    EXPECT_EQ(env.compare(at, want.size(), want), 0) << c.out;
+    ++nodes;
+  }
+  EXPECT_EQ(nodes, 3u) << c.out;
+  EXPECT_NE(env.find("\nSVM_HOST_CPUS=" + std::to_string(CPU_COUNT(&cpus)) + "\n"), std::string::npos) << c.out;
 }
 
 TEST(Options, NetworkKnobsReachTheNodesUnderTheirOwnNames) {
