@@ -15,7 +15,10 @@
 //    While waiters drive, the NIC thread parks: it removes its polls (so
 //    arrivals wake nobody but the spinning waiter) and the drivers read every
 //    connection; it unparks at most kParkedNap after the last driver left,
-//    at once when one goes to sleep.
+//    at once when one goes to sleep elsewhere. A completion queue's waiter
+//    that has spun in vain sleeps in poll() on the sockets (Driver::Sleep),
+//    still counted as driving, and receives what wakes it: one wake-up per
+//    arrival. Whoever pushes to a queue signals its poll sleepers' eventfds.
 //  * Posters send inline. What does not fit in the socket is handed to the
 //    NIC thread (tx_handoff, wake_fd_), which sends it on ring_.
 //  * mu_ guards rx and tx buffers, the pending-request table, the lock table,
