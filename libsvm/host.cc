@@ -223,12 +223,7 @@ void Runtime::Send(NodeId to, std::vector<uint8_t> bytes) {
   for (std::vector<uint8_t>& f : Fragment(std::move(bytes), opts_.max_send)) PostSend(to, std::move(f));
 }
 
-std::vector<uint8_t> Runtime::SendBuffer() {
-  if (spare_buffers_.empty()) return {};
-  std::vector<uint8_t> b = std::move(spare_buffers_.back());
-  spare_buffers_.pop_back();
-  return b;
-}
+std::vector<uint8_t> Runtime::SendBuffer() { return send_buffers_.Take(); }
 
 void Runtime::PostSend(NodeId to, std::vector<uint8_t> bytes) {
   uint32_t id;
@@ -241,10 +236,7 @@ void Runtime::PostSend(NodeId to, std::vector<uint8_t> bytes) {
   }
   std::vector<uint8_t>& buf = in_flight_[id];
   std::swap(buf, bytes);
-  if (bytes.capacity() > 0 && spare_buffers_.size() < kSpareSendBuffers) {
-    bytes.clear();
-    spare_buffers_.push_back(std::move(bytes));  // the slot's storage from its last send
-  }
+  send_buffers_.Give(std::move(bytes));  // the slot's storage from its last send
   nic::Sge sge{buf.data(), uint32_t(buf.size())};
   const nic::WorkRequest wr = nic::WorkRequest::Send(to, {&sge, 1}, id);
   if (Status st = nic_->Post(&send_cq_, {&wr, 1}); !st.ok())

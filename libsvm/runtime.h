@@ -45,6 +45,7 @@
 #include "nic_ext/transport.h"
 #include "protocol/host.h"
 #include "protocol/node.h"
+#include "util/buffer_pool.h"
 #include "util/shared_memory.h"
 
 namespace svm::svmd {
@@ -56,8 +57,6 @@ namespace svm::rt {
 // Most threads one node runs at a time (application threads, plus a slot for
 // each runtime thread that ever enters the protocol).
 inline constexpr uint32_t kMaxSlots = 256;
-// Storage of past SEND buffers kept for later ones (Runtime::SendBuffer).
-inline constexpr size_t kSpareSendBuffers = 16;
 // Largest .data + .bss shared (pages after the heap region's in the Node):
 // 256 GiB. The Node's page ids are fixed before the globals are mapped; the
 // reservation costs only address space (the per-page tables are lazy).
@@ -147,7 +146,7 @@ class Runtime final : public Host {
 
   // Host (host.cc).
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
-  std::vector<uint8_t> SendBuffer() override;  // REQUIRES: mu_ held
+  std::vector<uint8_t> SendBuffer() override;
   std::span<uint8_t> Frame(PageId p) override;
   PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
@@ -333,7 +332,7 @@ class Runtime final : public Host {
   // of completed ones is kept for later sends (SendBuffer). GUARDED_BY(mu_).
   std::vector<std::vector<uint8_t>> in_flight_;
   std::vector<uint32_t> free_send_slots_;
-  std::vector<std::vector<uint8_t>> spare_buffers_;
+  BufferPool send_buffers_{16, SIZE_MAX};  // storage of past SEND buffers (SendBuffer)
 
   // Exported memory (in memory files, which the shm transport hands its
   // peers; sparse: a page costs only once touched) and one-sided operations.

@@ -217,7 +217,7 @@ class WaitQueue {
       return true;
     }
     if (Clock::now() >= deadline) return false;
-    if (std::shared_ptr<QueueDriver> d = CurrentDriver()) {
+    if (QueueDriver* d = driver.get()) {
       const std::function<bool()> ready_or_stop = [&] { return ready() || stopping(); };
       bool slept = false;
       while (!ready_or_stop() && Clock::now() < deadline &&

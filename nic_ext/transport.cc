@@ -101,28 +101,6 @@ WorkRequest WorkRequest::Unlock(NodeId peer, LockNo lock, uint64_t wr_id) {
   return wr;
 }
 
-namespace {
-// Recycled message storage kept per NIC, and the largest kept: a burst of
-// big messages should not stay resident.
-constexpr size_t kPooledBuffers = 64;
-constexpr size_t kPooledBytes = 256 << 10;
-}  // namespace
-
-void Nic::Recycle(std::vector<uint8_t>&& bytes) {
-  if (bytes.capacity() == 0 || bytes.capacity() > kPooledBytes) return;
-  bytes.clear();
-  std::lock_guard<std::mutex> l(pool_mu_);
-  if (pool_.size() < kPooledBuffers) pool_.push_back(std::move(bytes));
-}
-
-std::vector<uint8_t> Nic::RecvBuffer() {
-  std::lock_guard<std::mutex> l(pool_mu_);
-  if (pool_.empty()) return {};
-  std::vector<uint8_t> b = std::move(pool_.back());
-  pool_.pop_back();
-  return b;
-}
-
 Status Nic::Validate(const WorkRequest& wr) const {
   if (!IsValid(wr.op)) return Status::InvalidArgument("unknown opcode");
   if (wr.peer >= num_nodes_) {

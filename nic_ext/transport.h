@@ -22,12 +22,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "nic_ext/queue.h"
+#include "util/buffer_pool.h"
 #include "util/ids.h"
 #include "util/status.h"
 
@@ -166,7 +166,7 @@ class Nic {
   // Hands back the storage of a received message the consumer is done with:
   // the backend fills it with a later message (RecvBuffer), so steady
   // traffic allocates nothing. Thread-safe.
-  void Recycle(std::vector<uint8_t>&& bytes);
+  void Recycle(std::vector<uint8_t>&& bytes) { pool_.Give(std::move(bytes)); }
 
   // Stops the NIC: pending WRs complete kFlushed, threads are joined, sockets
   // closed. Idempotent; the destructor calls it.
@@ -180,14 +180,14 @@ class Nic {
   Status Validate(const WorkRequest& wr) const;
 
   // Empty, with the storage of a recycled message where there is one.
-  std::vector<uint8_t> RecvBuffer();
+  std::vector<uint8_t> RecvBuffer() { return pool_.Take(); }
 
  private:
   NodeId self_;
   uint32_t num_nodes_;
   RecvQueue recv_queue_;
-  std::mutex pool_mu_;
-  std::vector<std::vector<uint8_t>> pool_;  // guarded by pool_mu_
+  // Received messages' storage: 64 buffers of at most 256 KiB.
+  BufferPool pool_{64, 256 << 10};
 };
 
 }  // namespace svm::nic

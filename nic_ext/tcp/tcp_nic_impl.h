@@ -215,10 +215,8 @@ class TcpNicImpl final : public TcpNic {
   uint32_t AllocSlot(const WorkRequest& wr, CompletionQueue* cq);
   void FlushSlots(NodeId peer);
   void Deliver(CompletionQueue* cq, const Pending& p, WcStatus st, uint64_t value);
-  void WakeSleepers() {
-    cq_driver_->WakeSleepers();
-    recv_driver_->WakeSleepers();
-  }
+  // Only the completion queues' waiters sleep on the sockets (Driver::CanSleep).
+  void WakeSleepers() { cq_driver_->WakeSleepers(); }
 
   const TcpOptions opt_;
   const bool inject_;

@@ -605,7 +605,6 @@ bool TcpNicImpl::HandleFrame(Conn& c, const frame::Frame& f, std::string* error)
       m.bytes = RecvBuffer();
       m.bytes.assign(f.data.begin(), f.data.end());
       recv_queue().Push(std::move(m));
-      WakeSleepers();
       return true;
     }
     case frame::Type::kWrite: {
