@@ -100,7 +100,8 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
   g_glibc.store(true);
   Runtime::StartOrDie();
   Runtime* rt = Runtime::Get();
-  g_heap = &rt->heap();
+  // Not in Start: stdout is the program's (a shared global), read by a fault
+  // that needs the handler running.
   if (rt->options().nodes > 1) setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach svmrun whole
   if (rt->self() != 0) rt->Serve();
   Runtime::AdoptMainThread();
@@ -108,6 +109,8 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
   t_app = true;  // the program's constructors allocate in the shared heap too
   return real(RunMain, argc, argv, init, fini, rtld_fini, stack_end);
 }
+
+void UseSharedHeap(alloc::Heap* heap) { g_heap = heap; }
 
 void ExitJob(int status) {
   using ExitFn = void (*)(int);

@@ -10,12 +10,20 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+namespace svm::alloc {
+class Heap;
+}
+
 namespace svm::rt {
 
 using MainFn = int (*)(int, char**, char**);
 int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
               void (*rtld_fini)(), void* stack_end);
 [[noreturn]] void ExitJob(int status);
+// Makes `heap` the shared heap of program threads. Runtime::Start calls it
+// before the node serves anyone: from then on, another node may start a
+// program thread here, while this node's main thread is still starting up.
+void UseSharedHeap(alloc::Heap* heap);
 // fork() inside a job is refused (-1, ENOSYS, with a message): the child
 // would share this node's frames without a runtime. posix_spawn, system and
 // popen do not go through it and work.

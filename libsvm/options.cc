@@ -178,6 +178,14 @@ constexpr Row kTable[] = {
          return Bad(k, v, "a number of bytes in [64, 1 MiB]");
        return Status::Ok();
      }},
+    // Widens the window between a node serving other nodes (its program
+    // threads may start) and its main thread's last start-up steps.
+    {"SVM_START_DELAY", "tests: nodes other than 0 pause this long once they serve, before start-up ends",
+     [](const char* k, std::string_view v, Options* o) {
+       if (!svmd::ParseDuration(std::string(v), &o->start_delay_ns).ok())
+         return Bad(k, v, "a duration (0, 500ns, 2us, 1.5ms)");
+       return Status::Ok();
+     }},
     {"SVM_PAGE_RUN", "most pages a remote fault fetches at once (a page run); 1: one page a fault",
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->page_run, 1, kMaxPageRun); }},
     {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",

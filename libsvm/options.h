@@ -51,6 +51,7 @@ struct Options {
   bool verbose = false;            // SVM_VERBOSE
   bool show_stats = false;         // SVM_SHOW_STATS
   double stall_report_s = 30;      // SVM_STALL_REPORT: spinning threads reported after this; 0 = never
+  uint64_t start_delay_ns = 0;     // SVM_START_DELAY (tests): nodes but 0 pause once they serve
 };
 
 // Parses the environment. An error names the variable and the valid values.

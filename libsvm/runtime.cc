@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "libsvm/entry.h"
 #include "libsvm/log.h"
 #ifdef SVM_HAVE_OFI
 #include "libsvm/ofi_nic.h"
@@ -78,6 +80,8 @@ void Runtime::StartOrDie() {
     (void)!write(2, msg.data(), msg.size());
     _exit(svmd::kStartupFailedStatus);
   }
+  if (rt->opts_.start_delay_ns != 0 && rt->self() != 0)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(rt->opts_.start_delay_ns));
 }
 
 Status Runtime::Start() {
@@ -109,7 +113,9 @@ Status Runtime::Start() {
   }
   if (Status st = ConnectNic(); !st.ok()) return st;
   // Messages wait in the NIC until now: a thread started for another node
-  // must find the runtime complete, globals included.
+  // must find the runtime complete, globals and shared heap included (this
+  // node's main thread may still be starting up).
+  UseSharedHeap(heap_.get());
   instance_ = this;
   if (nic_) {
     handler_ = std::thread([this] { HandlerLoop(); });

@@ -255,7 +255,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
   // The nodes' environment is cleaned of SVM_*; these runtime knobs (no
   // svmrun flag) are the user's to set, and reach every node alike.
   for (const char* knob : {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND", "SVM_SHARE_GLOBALS",
-                           "SVM_VERBOSE", "SVM_SPIN"})
+                           "SVM_VERBOSE", "SVM_SPIN", "SVM_START_DELAY"})
     if (const char* v = getenv(knob)) e.push_back(std::string(knob) + "=" + v);
   if (preload_ != "none") e.push_back("LD_PRELOAD=" + preload_);
   return e;

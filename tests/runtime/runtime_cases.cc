@@ -511,7 +511,8 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
     // svmrun reads SVM_* twins of its flags: only ours count. The runtime
     // knobs svmrun passes on to the nodes (no flag) stay: tests set them.
     const std::vector<std::string> knobs = {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND",
-                                            "SVM_SHARE_GLOBALS", "SVM_VERBOSE", "SVM_SPIN"};
+                                            "SVM_SHARE_GLOBALS", "SVM_VERBOSE", "SVM_SPIN",
+                                            "SVM_START_DELAY"};
     std::vector<std::string> names;
     for (char** e = environ; *e; ++e)
       if (strncmp(*e, "SVM_", 4) == 0 && strchr(*e, '=')) names.emplace_back(*e, size_t(strchr(*e, '=') - *e));
