@@ -7,6 +7,13 @@
 #include "libsvm/alloc/bootstrap.h"
 #include "libsvm/alloc/page_heap.h"
 
+// glibc's own, under its reserved name: inside libsvm, pthread_key_create is
+// the interposed one, which makes a job-wide key (in the shared heap, with
+// destructors run by svm) when a program thread asks, and a glibc key when a
+// runtime thread does; the allocator's key must not depend on who allocates
+// first.
+extern "C" int __pthread_key_create(pthread_key_t* key, void (*destructor)(void*));
+
 namespace svm::alloc {
 
 using internal::Bin;
@@ -119,7 +126,7 @@ ThreadCache* Heap::CacheForThread() {
     if (s != 2) {
       s = 0;
       if (g_key_state.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) {
-        if (pthread_key_create(&g_key, &Heap::ThreadExit) != 0) Fatal("pthread_key_create failed");
+        if (__pthread_key_create(&g_key, &Heap::ThreadExit) != 0) Fatal("pthread_key_create failed");
         g_key_state.store(2, std::memory_order_release);
       } else {
         while (g_key_state.load(std::memory_order_acquire) != 2) sched_yield();
