@@ -192,6 +192,7 @@ std::vector<Case> Cases() {
     }).input = in;
   }
   rt("malloc", "malloc", {"{P}"}, [](const Point& p) { return Lines{"malloc " + Str(p.workers())}; });
+  rt("signals", "signals", {}, [](const Point&) { return Lines{"signals default"}; });
   rt("fork", "fork", {}, [](const Point&) {
     return Lines{"fork refused", "child ran: no job", "system 0"};
   });
