@@ -30,6 +30,7 @@ Node::Node(const NodeConfig& config, Host* host)
       log_(config.geometry.nodes),
       applied_(config.geometry.nodes),
       views_(config.threads, VectorTime(config.geometry.nodes)),
+      sweep_next_(config.threads, 0),
       reported_(config.geometry.nodes) {
   assert(config.geometry.Validate().ok());
   assert(config.self < config.geometry.nodes);

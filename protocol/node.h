@@ -245,7 +245,7 @@ class Node {
   // written in the open interval (the copy may predate some writes).
   void TrackMarked();
   // Pages to fetch from p on: 1, or a run after a sequential fault.
-  uint32_t RunFrom(PageId p, const Page& pg);
+  uint32_t RunFrom(ThreadId t, PageId p, const Page& pg);
   NodeId KnownHome(PageId q) const;
   void RequestPage(PageId p, Page& pg, uint32_t count = 1);
   // A page fetched ahead went unused: smaller runs from now on.
@@ -327,6 +327,9 @@ class Node {
   std::vector<PageId> dirty_;          // pages written in the open interval
   std::vector<PageId> untracked_;      // home pages only this node holds
   uint32_t run_ = 1;                   // pages the next sequential fault fetches
+  // Per local thread: the page its sweep faults on next if it is one (the
+  // end of its last fetch, or the page after the last page ahead it reached).
+  std::vector<PageId> sweep_next_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;

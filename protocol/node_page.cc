@@ -215,13 +215,14 @@ Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
 
 Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
   if (pg.state == Page::State::kInvalid || pg.stale) {
-    if (!pg.fetching) RequestPage(p, pg, pg.stale ? 1 : RunFrom(p, pg));
+    if (!pg.fetching) RequestPage(p, pg, pg.stale ? 1 : RunFrom(t, p, pg));
     pg.waiters.push_back(t);
     return Outcome::kBlocked;
   }
   if (pg.watched) {
     pg.watched = false;
     stats_.ahead_used++;
+    sweep_next_[t] = p + 1;  // the sweep reached the end of its run
   }
   if (a == Access::kWrite && pg.state == Page::State::kRead) {
     const size_t page_size = config_.geometry.page_size;
@@ -235,12 +236,17 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
   return Outcome::kDone;
 }
 
-// A sweep: the page before p is held here. Then the pages after p with the
-// same home that nobody here has asked for come along, up to run_ pages.
-uint32_t Node::RunFrom(PageId p, const Page& pg) {
-  if (config_.max_run <= 1 || p == 0) return 1;
-  auto before = pages_.find(p - 1);
-  if (before == pages_.end() || before->second->state == Page::State::kInvalid) return 1;
+// A sweep: thread t faults on the page right after the last one it fetched
+// or reached ahead (a page before p that is merely valid here says nothing:
+// a strided scan finds the pages of an earlier pass there). Then the pages
+// after p with the same home that nobody here has asked for come along, up
+// to run_ pages.
+uint32_t Node::RunFrom(ThreadId t, PageId p, const Page& pg) {
+  if (config_.max_run <= 1) return 1;
+  if (p == 0 || sweep_next_[t] != p) {
+    sweep_next_[t] = p + 1;
+    return 1;
+  }
   run_ = std::min(2 * run_, config_.max_run);
   const PageId end = std::min<PageId>({host_->FramesEnd(p), p + run_, config_.geometry.pages});
   uint32_t n = 1;
@@ -250,6 +256,7 @@ uint32_t Node::RunFrom(PageId p, const Page& pg) {
     const Page& next = *it->second;
     if (next.state != Page::State::kInvalid || next.fetching || next.claiming) break;
   }
+  sweep_next_[t] = p + n;
   return n;
 }
 
