@@ -134,6 +134,7 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   // Thread t touched page p with access a and the protection did not allow it.
+  // After kBlocked, t calls it again for the same access once woken.
   Outcome Fault(ThreadId t, PageId p, Access a);
 
   // Thread t acquires lock l. REQUIRES: t does not hold l.
@@ -203,6 +204,7 @@ class Node {
   const NodeConfig& config() const { return config_; }
 
  private:
+  Outcome FaultOnce(ThreadId t, PageId p, Access a);
   struct Page;
   struct Lock;
   struct BarrierState;
@@ -330,6 +332,9 @@ class Node {
   // Per local thread: the page its sweep faults on next if it is one (the
   // end of its last fetch, or the page after the last page ahead it reached).
   std::vector<PageId> sweep_next_;
+  // Per local thread: the page whose fault it waits for (kNoPage: none). A
+  // blocked fault is asked again once woken; it counts once.
+  std::vector<PageId> blocked_on_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;

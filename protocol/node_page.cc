@@ -147,7 +147,13 @@ void Node::WakeAll(std::vector<ThreadId>* waiters) {
 
 Outcome Node::Fault(ThreadId t, PageId p, Access a) {
   assert(t < config_.threads);
-  (a == Access::kWrite ? stats_.write_faults : stats_.read_faults)++;
+  if (blocked_on_[t] != p) (a == Access::kWrite ? stats_.write_faults : stats_.read_faults)++;
+  const Outcome o = FaultOnce(t, p, a);
+  blocked_on_[t] = o == Outcome::kBlocked ? p : kNoPage;
+  return o;
+}
+
+Outcome Node::FaultOnce(ThreadId t, PageId p, Access a) {
   Page& pg = PageEntry(p);
   if (pg.home == kNoNode) {
     const NodeId manager = homes_.Manager(p);

@@ -17,5 +17,6 @@ using BarrierId = uint64_t;  // identity of a barrier
 using IntervalId = uint32_t;
 
 inline constexpr NodeId kNoNode = UINT32_MAX;
+inline constexpr PageId kNoPage = UINT64_MAX;
 
 }  // namespace svm

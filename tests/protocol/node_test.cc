@@ -224,6 +224,20 @@ TEST(NodeTest, SequentialFaultsFetchGrowingPageRuns) {
   EXPECT_EQ(c.node(0).stats().ahead_used, 1u);
 }
 
+// A fault that blocks is asked again once its reply is in: it counts once.
+TEST(NodeTest, ABlockedFaultCountsOnce) {
+  Cluster c(2, 1);  // page 1 is homed on node 1 (cyclic)
+  EXPECT_EQ(c.node(0).Fault(0, 1, Access::kRead), Outcome::kBlocked);
+  c.Drain();
+  EXPECT_EQ(c.node(0).Fault(0, 1, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(c.node(0).stats().read_faults, 1u);
+  c.Write(0, 0, 1, 0, 5);  // a second fault of the same page: a new one
+  EXPECT_EQ(c.node(0).stats().read_faults, 1u);
+  EXPECT_EQ(c.node(0).stats().write_faults, 1u);
+  EXPECT_EQ(c.Read(0, 0, 3, 0), 0);
+  EXPECT_EQ(c.node(0).stats().read_faults, 2u);
+}
+
 // A strided scan is no sweep, though the page before each fault is held here
 // (from an earlier pass): each fault fetches its own page only. fft's
 // transposes read one page in four this way; runs fetched 3 a fault, 2 unused.
