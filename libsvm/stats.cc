@@ -138,6 +138,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["ahead_used"] = s.ahead_used;
   j["ahead_unused"] = s.ahead_unused;
   j["untracked_pages"] = s.untracked_pages;
+  j["pages_written_ahead"] = s.pages_written_ahead;
   j["tracked_pages"] = s.tracked_pages;
   j["remote_reads"] = s.remote_reads;
   j["direct_diffs"] = s.direct_diffs;
@@ -362,13 +363,14 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead: {} used, {} "
       "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
-      "collected), protections {}, home pages untracked {} (tracked later {})\n"
+      "collected), protections {}, home pages untracked {} (tracked later {}), written ahead {}\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
-      s.protections, s.untracked_pages, s.tracked_pages, node, s.remote_reads, s.direct_diffs,
+      s.protections, s.untracked_pages, s.tracked_pages, s.pages_written_ahead, node, s.remote_reads,
+      s.direct_diffs,
       s.notices_deposited, s.notices_taken,
       s.nic_locks, s.home_claims, s.polls);
   const int64_t now = NowNs();

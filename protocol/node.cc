@@ -32,6 +32,7 @@ Node::Node(const NodeConfig& config, Host* host)
       views_(config.threads, VectorTime(config.geometry.nodes)),
       sweep_next_(config.threads, 0),
       blocked_on_(config.threads, kNoPage),
+      write_sweeps_(config.threads),
       reported_(config.geometry.nodes) {
   assert(config.geometry.Validate().ok());
   assert(config.self < config.geometry.nodes);

@@ -243,6 +243,10 @@ class Node {
   bool StartUntracked(PageId p, Page& pg);
   // Untracked pages after p that a sweep will touch next, mapped with it.
   size_t MapAhead(PageId p);
+  // Thread t write-faulted on tracked home page p: if in sequence, opens the
+  // tracked home pages after it for writing too (noted as written). Returns
+  // how many.
+  uint32_t WriteAhead(ThreadId t, PageId p);
   // Untracked pages other nodes marked since the last look become tracked,
   // written in the open interval (the copy may predate some writes).
   void TrackMarked();
@@ -335,6 +339,14 @@ class Node {
   // Per local thread: the page whose fault it waits for (kNoPage: none). A
   // blocked fault is asked again once woken; it counts once.
   std::vector<PageId> blocked_on_;
+  // Per local thread: its sweep over tracked home pages it writes (the page
+  // it would write-fault on next, and how many pages the next such fault
+  // opens).
+  struct WriteSweep {
+    PageId next = 0;
+    uint32_t run = 1;
+  };
+  std::vector<WriteSweep> write_sweeps_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;

@@ -210,13 +210,49 @@ Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
   if (pg.state == Page::State::kInvalid && homes_.policy() == HomePolicy::kFirstTouch)
     a = Access::kWrite;
   if (a == Access::kWrite && pg.state != Page::State::kWrite) {
+    const bool tracked_write = pg.state == Page::State::kRead;
     pg.state = Page::State::kWrite;
     dirty_.push_back(p);
+    if (tracked_write) {
+      ProtectionBatch batch(this);
+      SyncProtection(p, pg);
+      WriteAhead(t, p);
+      return Outcome::kDone;
+    }
   } else if (pg.state == Page::State::kInvalid) {
     pg.state = Page::State::kRead;
   }
   SyncProtection(p, pg);
   return Outcome::kDone;
+}
+
+// A thread that writes its tracked home pages in order (fft's and Jacobi's
+// rows, each interval) would fault on each. On its second fault in a row it
+// opens the next pages too, 2, 4, ... up to a page run, and notes them as
+// written: a notice for a page not written is safe (see HomeFault), and in
+// such a sweep it is rare. A fault out of sequence starts over.
+uint32_t Node::WriteAhead(ThreadId t, PageId p) {
+  WriteSweep& s = write_sweeps_[t];
+  if (p == 0 || s.next != p || config_.max_run <= 1) {
+    s = {p + 1, 1};
+    return 0;
+  }
+  s.run = std::min(2 * s.run, config_.max_run);
+  uint32_t n = 0;
+  for (PageId q = p + 1; n + 1 < s.run && q < config_.geometry.pages; ++q, ++n) {
+    auto it = pages_.find(q);
+    if (it == pages_.end()) break;
+    Page& next = *it->second;
+    if (next.home != config_.self || next.state != Page::State::kRead || !next.waiters.empty() ||
+        !VersionCovers(q, next.need))
+      break;
+    next.state = Page::State::kWrite;
+    dirty_.push_back(q);
+    SyncProtection(q, next);
+  }
+  stats_.pages_written_ahead += n;
+  s.next = p + 1 + n;
+  return n;
 }
 
 Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {

@@ -23,6 +23,7 @@ struct NodeStats {
   uint64_t pages_ahead = 0;     // ... of which fetched ahead of a fault
   uint64_t ahead_used = 0;      // pages fetched ahead and touched here
   uint64_t ahead_unused = 0;    // ... and dropped untouched
+  uint64_t pages_written_ahead = 0;  // tracked home pages opened for writing ahead of a fault
   uint64_t fetch_retries = 0;   // replies too old for what was needed by then
   uint64_t safe_fetches = 0;    // fetches merged into a dirty page via its twin
   uint64_t twins = 0;

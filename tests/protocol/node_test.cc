@@ -238,6 +238,29 @@ TEST(NodeTest, ABlockedFaultCountsOnce) {
   EXPECT_EQ(c.node(0).stats().read_faults, 2u);
 }
 
+// A thread writing its tracked home pages in order faults on the first two,
+// then on fewer and fewer: each fault in sequence opens 1, 3, 7... pages
+// after it, noted as written, so the readers still see every write.
+TEST(NodeTest, SequentialHomeWritesOpenTheNextPages) {
+  Cluster c(2, 1, HomePolicy::kBlock, 8);  // node 0 is home of pages 0..7
+  for (PageId p = 0; p < 8; ++p) c.Write(0, 0, p, 0, 1);
+  for (PageId p = 0; p < 8; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), 1) << p;
+  c.BarrierAll(1, 1);  // node 1 held them all: node 0's pages are tracked
+  for (PageId p = 0; p < 8; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), 1) << p;  // and holds them again
+  const uint64_t faults = c.node(0).stats().write_faults;
+  for (PageId p = 0; p < 8; ++p) c.Write(0, 0, p, 0, uint8_t(10 + p));
+  EXPECT_EQ(c.node(0).stats().write_faults - faults, 4u);  // pages 0, 1, 3 and 7
+  EXPECT_EQ(c.node(0).stats().pages_written_ahead, 4u);   // 2, then 4..6
+  c.BarrierAll(2, 1);
+  for (PageId p = 0; p < 8; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), 10 + p) << p;
+  // Out of sequence, a fault opens nothing.
+  const uint64_t ahead = c.node(0).stats().pages_written_ahead;
+  c.Write(0, 0, 5, 0, 1);
+  c.Write(0, 0, 2, 0, 1);
+  EXPECT_EQ(c.node(0).stats().pages_written_ahead, ahead);
+  EXPECT_EQ(c.host(0).prot(3), Prot::kRead);
+}
+
 // A strided scan is no sweep, though the page before each fault is held here
 // (from an earlier pass): each fault fetches its own page only. fft's
 // transposes read one page in four this way; runs fetched 3 a fault, 2 unused.

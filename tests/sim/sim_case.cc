@@ -325,7 +325,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (30 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (31 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -334,6 +334,7 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->pages_ahead += b.pages_ahead;
   a->ahead_used += b.ahead_used;
   a->ahead_unused += b.ahead_unused;
+  a->pages_written_ahead += b.pages_written_ahead;
   a->fetch_retries += b.fetch_retries;
   a->safe_fetches += b.safe_fetches;
   a->twins += b.twins;
