@@ -244,9 +244,8 @@ class Node {
   // Untracked pages after p that a sweep will touch next, mapped with it.
   size_t MapAhead(PageId p);
   // Thread t write-faulted on tracked home page p: if in sequence, opens the
-  // tracked home pages after it for writing too (noted as written). Returns
-  // how many.
-  uint32_t WriteAhead(ThreadId t, PageId p);
+  // tracked home pages after it for writing too (noted as written).
+  void WriteAhead(ThreadId t, PageId p);
   // Untracked pages other nodes marked since the last look become tracked,
   // written in the open interval (the copy may predate some writes).
   void TrackMarked();

@@ -226,16 +226,16 @@ Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
   return Outcome::kDone;
 }
 
-// A thread that writes its tracked home pages in order (fft's and Jacobi's
-// rows, each interval) would fault on each. On its second fault in a row it
-// opens the next pages too, 2, 4, ... up to a page run, and notes them as
-// written: a notice for a page not written is safe (see HomeFault), and in
-// such a sweep it is rare. A fault out of sequence starts over.
-uint32_t Node::WriteAhead(ThreadId t, PageId p) {
+// A thread that writes its tracked home pages in order (rows other nodes
+// read, each interval) would fault on each. From its second fault in a row
+// on it opens the next pages too, 1, 3, 7, ... up to a page run, and notes
+// them as written: a notice for a page not written is safe (see HomeFault),
+// and in such a sweep it is rare. A fault out of sequence starts over.
+void Node::WriteAhead(ThreadId t, PageId p) {
   WriteSweep& s = write_sweeps_[t];
   if (p == 0 || s.next != p || config_.max_run <= 1) {
     s = {p + 1, 1};
-    return 0;
+    return;
   }
   s.run = std::min(2 * s.run, config_.max_run);
   uint32_t n = 0;
@@ -252,7 +252,6 @@ uint32_t Node::WriteAhead(ThreadId t, PageId p) {
   }
   stats_.pages_written_ahead += n;
   s.next = p + 1 + n;
-  return n;
 }
 
 Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
