@@ -204,7 +204,6 @@ class Node {
   const NodeConfig& config() const { return config_; }
 
  private:
-  Outcome FaultOnce(ThreadId t, PageId p, Access a);
   struct Page;
   struct Lock;
   struct BarrierState;
@@ -212,6 +211,8 @@ class Node {
 
   // Pages (node_page.cc).
   Page& PageEntry(PageId p);
+  // Fault without the counting (Fault counts a blocked fault once).
+  Outcome FaultOnce(ThreadId t, PageId p, Access a);
   Outcome HomeFault(ThreadId t, PageId p, Page& pg, Access a);
   Outcome RemoteFault(ThreadId t, PageId p, Page& pg, Access a);
   // p's version at its home (Host::Versions), read entry by entry with
