@@ -54,8 +54,19 @@ Status Probe(Backend b) {
   return *c;
 }
 
-FaultTrap::FaultTrap(Backend backend, Region* region, FaultHandler* handler)
+Status ProbeAsyncWrites(Backend b) {
+  if (b == Backend::kMprotect) return Status::Unsupported("the mprotect backend finds writes by faults only");
+  if (Status st = Probe(b); !st.ok()) return st;
+  static std::mutex mu;
+  static std::optional<Status> cached;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!cached) cached = ProbeUffdAsyncWrites();
+  return *cached;
+}
+
+FaultTrap::FaultTrap(Backend backend, Region* region, FaultHandler* handler, bool async_writes)
     : backend_(backend),
+      async_writes_(async_writes),
       region_(region),
       handler_(handler),
       state_(MapStates(region->page_count())) {
@@ -91,15 +102,15 @@ Status FaultTrap::Open(Backend backend, Region* region, FaultHandler* handler,
   if (region == nullptr || handler == nullptr) {
     return Status::InvalidArgument("FaultTrap::Open needs a region and a handler");
   }
-  Status probe = Probe(backend);
+  Status probe = options.async_writes ? ProbeAsyncWrites(backend) : Probe(backend);
   if (!probe.ok()) return probe;
   if (region->trapped_.exchange(true, std::memory_order_acq_rel)) {
     return Status::InvalidArgument("a fault trap is already open on this region");
   }
   Status s;
   switch (backend) {
-    case Backend::kUffd: s = OpenUffd(true, region, handler, out); break;
-    case Backend::kUffdThread: s = OpenUffd(false, region, handler, out); break;
+    case Backend::kUffd: s = OpenUffd(true, region, handler, options, out); break;
+    case Backend::kUffdThread: s = OpenUffd(false, region, handler, options, out); break;
     case Backend::kMprotect: s = OpenMprotect(region, handler, options, out); break;
   }
   // A backend that failed after constructing its trap has already released
@@ -107,6 +118,8 @@ Status FaultTrap::Open(Backend backend, Region* region, FaultHandler* handler,
   if (!s.ok()) region->trapped_.store(false, std::memory_order_release);
   return s;
 }
+
+int FaultTrap::FindWritten(PageId, size_t, std::vector<PageId>*) { return EOPNOTSUPP; }
 
 Status FaultTrap::ProtectStatus(PageId first, size_t count, Prot prot) {
   int err = Protect(first, count, prot);
@@ -129,6 +142,8 @@ FaultStats FaultTrap::stats() const {
   s.read_faults = stats_.read_faults.load(std::memory_order_relaxed);
   s.write_faults = stats_.write_faults.load(std::memory_order_relaxed);
   s.protect_calls = stats_.protect_calls.load(std::memory_order_relaxed);
+  s.scans = stats_.scans.load(std::memory_order_relaxed);
+  s.pages_written = stats_.pages_written.load(std::memory_order_relaxed);
   s.region_vmas = stats_.region_vmas.load(std::memory_order_relaxed);
   s.vma_budget = stats_.vma_budget.load(std::memory_order_relaxed);
   return s;

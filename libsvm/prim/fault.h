@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "libsvm/prim/region.h"
 #include "util/status.h"
@@ -100,6 +101,8 @@ struct FaultStats {
   uint64_t read_faults = 0;    // ... with Access::kRead
   uint64_t write_faults = 0;   // ... with Access::kWrite
   uint64_t protect_calls = 0;  // Protect calls that reached the kernel
+  uint64_t scans = 0;          // FindWritten calls that reached the kernel
+  uint64_t pages_written = 0;  // ... and the pages they found written
   uint64_t region_vmas = 0;    // kMprotect: VMAs the region uses now; else 1
   uint64_t vma_budget = 0;     // kMprotect: most VMAs Protect will create; else 1
 };
@@ -109,7 +112,17 @@ struct TrapOptions {
   // vm.max_map_count (limit minus mappings outside the region minus
   // max(limit/8, 256) headroom); a value above that is lowered to it.
   size_t max_vmas = 0;
+  // kUffd, kUffdThread: a write to a read page goes through without a fault
+  // (UFFD_FEATURE_WP_ASYNC), and FindWritten reports it later. Read then
+  // means "writes allowed and recorded", no longer "writes trap". Open fails
+  // with Unsupported where ProbeAsyncWrites does.
+  bool async_writes = false;
 };
+
+// Ok if a trap of backend b can be opened with async_writes here: a uffd
+// backend on a kernel with UFFD_FEATURE_WP_ASYNC and PAGEMAP_SCAN (6.7+).
+// Otherwise Unsupported with the reason. Cached like Probe.
+Status ProbeAsyncWrites(Backend b);
 
 class FaultTrap {
  public:
@@ -143,6 +156,17 @@ class FaultTrap {
   // error (allocates; not for OnFault).
   Status ProtectStatus(PageId first, size_t count, Prot prot);
 
+  // Async writes only: appends to *written the pages of [first, first +
+  // count) written since they were last set to read or found here, and
+  // write-protects them again in the same step, so a write that comes after
+  // is found by the next call, never lost between. Pages last set read-write
+  // count as written (and are re-armed too: their writes then still go
+  // through, recorded). Returns 0 or an errno value (EOPNOTSUPP without
+  // async writes, EINVAL for a bad range). Async-signal-safe apart from the
+  // vector's growth.
+  virtual int FindWritten(PageId first, size_t count, std::vector<PageId>* written);
+  bool async_writes() const { return async_writes_; }
+
   // The protection last set for `page` by Protect.
   Prot prot(PageId page) const { return Prot(state_[page].load(std::memory_order_relaxed) & 3); }
 
@@ -159,7 +183,7 @@ class FaultTrap {
   Region& region() const { return *region_; }
 
  protected:
-  FaultTrap(Backend backend, Region* region, FaultHandler* handler);
+  FaultTrap(Backend backend, Region* region, FaultHandler* handler, bool async_writes = false);
 
   // Validates a Protect range. Async-signal-safe.
   bool RangeOk(PageId first, size_t count) const {
@@ -178,6 +202,7 @@ class FaultTrap {
   // Per page: bits 0-1 the Prot last set; the rest is backend-private.
   static constexpr uint8_t kProtMask = 3;
   const Backend backend_;
+  const bool async_writes_;
   Region* const region_;
   FaultHandler* const handler_;
   struct StateDeleter {
@@ -189,6 +214,7 @@ class FaultTrap {
   States state_;
   struct {
     std::atomic<uint64_t> faults{0}, read_faults{0}, write_faults{0}, protect_calls{0};
+    std::atomic<uint64_t> scans{0}, pages_written{0};
     std::atomic<uint64_t> region_vmas{1}, vma_budget{1};
   } stats_;
 };

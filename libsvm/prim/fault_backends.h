@@ -9,7 +9,9 @@ namespace svm::prim {
 
 // userfaultfd, SIGBUS (sigbus = true, Backend::kUffd) or handler thread.
 Status ProbeUffd(bool sigbus);
-Status OpenUffd(bool sigbus, Region* region, FaultHandler* handler,
+// UFFD_FEATURE_WP_ASYNC and PAGEMAP_SCAN with WP matching on a shmem mapping.
+Status ProbeUffdAsyncWrites();
+Status OpenUffd(bool sigbus, Region* region, FaultHandler* handler, const TrapOptions& options,
                 std::unique_ptr<FaultTrap>* out);
 
 // SIGSEGV + mprotect.

@@ -28,10 +28,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "libsvm/prim/fault_backends.h"
 #include "libsvm/prim/signal.h"
@@ -78,8 +81,8 @@ int NewUffd(bool sigbus, uint64_t features, uint64_t* available = nullptr) {
 
 class UffdTrap final : public FaultTrap, private SignalTarget {
  public:
-  UffdTrap(bool sigbus, Region* region, FaultHandler* handler)
-      : FaultTrap(sigbus ? Backend::kUffd : Backend::kUffdThread, region, handler),
+  UffdTrap(bool sigbus, Region* region, FaultHandler* handler, bool async_writes)
+      : FaultTrap(sigbus ? Backend::kUffd : Backend::kUffdThread, region, handler, async_writes),
         sigbus_(sigbus) {}
 
   ~UffdTrap() override {
@@ -89,6 +92,7 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
       thread_.join();
     }
     if (stop_fd_ >= 0) close(stop_fd_);
+    if (pagemap_ >= 0) close(pagemap_);
     if (slot_ >= 0) RemoveSignalTarget(slot_);
     if (uffd_ >= 0) {
       uffdio_range range{uintptr_t(region_->app()), region_->size()};
@@ -98,9 +102,14 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
   }
 
   Status Start() {
-    const uint64_t features = kShmemFeatures | (sigbus_ ? UFFD_FEATURE_SIGBUS : 0);
+    const uint64_t features = kShmemFeatures | (sigbus_ ? UFFD_FEATURE_SIGBUS : 0) |
+                              (async_writes_ ? UFFD_FEATURE_WP_ASYNC : 0);
     uffd_ = NewUffd(sigbus_, features);
     if (uffd_ < 0) return SysError("userfaultfd", -uffd_);
+    if (async_writes_) {
+      pagemap_ = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+      if (pagemap_ < 0) return SysError("opening /proc/self/pagemap", errno);
+    }
 
     char* app = region_->app();
     const size_t size = region_->size();
@@ -164,6 +173,42 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
     }
     for (PageId p = first; p < end; ++p) {
       state_[p].fetch_or(kMapped, std::memory_order_relaxed);
+    }
+    return 0;
+  }
+
+  // One PAGEMAP_SCAN walk per vec_len ranges found: the written pages (no
+  // uffd-wp bit on a present PTE), write-protected by the same walk.
+  int FindWritten(PageId first, size_t count, std::vector<PageId>* written) override {
+    if (!async_writes_) return EOPNOTSUPP;
+    if (!RangeOk(first, count)) return EINVAL;
+    page_region ranges[32];
+    const uintptr_t base = uintptr_t(region_->app());
+    const unsigned shift = region_->page_shift();
+    const uintptr_t end = base + ((first + count) << shift);
+    pm_scan_arg arg{};
+    arg.size = sizeof(arg);
+    arg.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC;
+    arg.start = uintptr_t(region_->AppPage(first));
+    arg.end = end;
+    arg.vec = uintptr_t(ranges);
+    arg.vec_len = std::size(ranges);
+    arg.category_mask = PAGE_IS_WRITTEN;
+    arg.return_mask = PAGE_IS_WRITTEN;
+    while (arg.start < end) {
+      stats_.scans.fetch_add(1, std::memory_order_relaxed);
+      const int n = ioctl(pagemap_, PAGEMAP_SCAN, &arg);
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return errno;
+      }
+      for (int i = 0; i < n; ++i) {
+        for (uintptr_t a = ranges[i].start; a < ranges[i].end; a += uintptr_t(1) << shift)
+          written->push_back(PageId((a - base) >> shift));
+        stats_.pages_written.fetch_add((ranges[i].end - ranges[i].start) >> shift,
+                                       std::memory_order_relaxed);
+      }
+      arg.start = arg.walk_end;  // the walk stops early when ranges is full
     }
     return 0;
   }
@@ -257,6 +302,7 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
 
   const bool sigbus_;
   int uffd_ = -1;
+  int pagemap_ = -1;  // async writes: /proc/self/pagemap, for PAGEMAP_SCAN
   int slot_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
@@ -327,9 +373,33 @@ Status ProbeUffd(bool sigbus) {
   return Status::Ok();
 }
 
-Status OpenUffd(bool sigbus, Region* region, FaultHandler* handler,
+// A trap with async writes on a scratch region: write one read page, scan.
+Status ProbeUffdAsyncWrites() {
+  uint64_t available = 0;
+  int fd = NewUffd(true, 0, &available);
+  if (fd < 0) return SysError("userfaultfd", -fd);
+  close(fd);
+  if (!(available & UFFD_FEATURE_WP_ASYNC)) return Status::Unsupported("kernel lacks UFFD_FEATURE_WP_ASYNC (6.7+)");
+  std::unique_ptr<Region> region;
+  if (Status st = Region::Create({0, size_t(getpagesize()), "svm-probe"}, &region); !st.ok()) return st;
+  struct Nothing final : FaultHandler {
+    void OnFault(PageId, Access) override {}
+  } handler;
+  UffdTrap trap(true, region.get(), &handler, true);
+  if (Status st = trap.Start(); !st.ok()) return st;
+  if (int err = trap.Protect(0, 1, Prot::kRead); err != 0) return SysError("probing async writes", err);
+  std::atomic_ref<char>(*region->app()).store(1, std::memory_order_relaxed);  // no fault: async
+  std::vector<PageId> written;
+  int err = trap.FindWritten(0, 1, &written);
+  if (err == ENOTTY || err == EINVAL) return Status::Unsupported("kernel lacks PAGEMAP_SCAN (6.7+)");
+  if (err != 0) return SysError("PAGEMAP_SCAN", err);
+  if (written.size() != 1) return Status::Unsupported("PAGEMAP_SCAN did not find a written page");
+  return Status::Ok();
+}
+
+Status OpenUffd(bool sigbus, Region* region, FaultHandler* handler, const TrapOptions& options,
                 std::unique_ptr<FaultTrap>* out) {
-  std::unique_ptr<UffdTrap> trap(new UffdTrap(sigbus, region, handler));
+  std::unique_ptr<UffdTrap> trap(new UffdTrap(sigbus, region, handler, options.async_writes));
   Status s = trap->Start();
   if (!s.ok()) return s;
   *out = std::move(trap);

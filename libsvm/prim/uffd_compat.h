@@ -32,6 +32,44 @@
 #define UFFDIO_CONTINUE_MODE_WP ((__u64)1 << 1)
 #endif
 
+// --- PAGEMAP_SCAN (6.7) -------------------------------------------------------
+// An ioctl on /proc/self/pagemap: the pages of a range in given categories,
+// as ranges; with PM_SCAN_WP_MATCHING it write-protects those it returns in
+// the same walk. With UFFD_FEATURE_WP_ASYNC that finds the pages written
+// since they were last write-protected, and re-arms them, with no fault.
+// linux/fs.h of 6.7 defines these; older headers do not.
+#include <linux/fs.h>
+#ifndef PAGEMAP_SCAN
+#include <linux/ioctl.h>
+#include <linux/types.h>
+#define PAGE_IS_WPALLOWED (1 << 0)
+#define PAGE_IS_WRITTEN (1 << 1)
+#define PAGE_IS_FILE (1 << 2)
+#define PAGE_IS_PRESENT (1 << 3)
+struct page_region {
+  __u64 start;
+  __u64 end;
+  __u64 categories;
+};
+#define PM_SCAN_WP_MATCHING (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+struct pm_scan_arg {
+  __u64 size;
+  __u64 flags;
+  __u64 start;
+  __u64 end;
+  __u64 walk_end;
+  __u64 vec;
+  __u64 vec_len;
+  __u64 max_pages;
+  __u64 category_inverted;
+  __u64 category_mask;
+  __u64 category_anyof_mask;
+  __u64 return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+
 // --- userfaultfd(2) flags ---------------------------------------------------
 // Handle only faults from user mode (allowed without CAP_SYS_PTRACE when
 // vm.unprivileged_userfaultfd is 0). Present in 6.1 headers; kept for
