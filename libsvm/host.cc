@@ -290,6 +290,19 @@ void Runtime::Protect(PageId first, size_t count, Prot prot) {
   }
 }
 
+void Runtime::FindWritten(PageId first, size_t count, std::vector<PageId>* written) {
+  stats::Scope timing(stats::Category::kProtect);
+  const PageId end = first + count;
+  for (auto& s : segments_) {
+    const PageId from = std::max(first, s->first), to = std::min(end, s->first + s->pages());
+    if (from >= to || !s->trap) continue;
+    const size_t old = written->size();
+    if (int err = s->trap->FindWritten(from - s->first, to - from, written); err != 0)
+      Die(fmt::format("finding the written pages of [{}, {}): {}", from, to, std::strerror(err)));
+    for (size_t i = old; i < written->size(); ++i) (*written)[i] += s->first;
+  }
+}
+
 }  // namespace svm::rt
 
 namespace svm::rt {

@@ -89,6 +89,14 @@ constexpr Row kTable[] = {
        if (!prim::ParseBackend(v, &o->fault)) return Bad(k, v, "uffd, uffd-thread or mprotect");
        return Status::Ok();
      }},
+    {"SVM_WRITES", "how writes are found: auto, scan or fault",
+     [](const char* k, std::string_view v, Options* o) {
+       if (v == "auto") o->writes = WriteDetection::kAuto;
+       else if (v == "scan") o->writes = WriteDetection::kScan;
+       else if (v == "fault") o->writes = WriteDetection::kFault;
+       else return Bad(k, v, "auto, scan or fault");
+       return Status::Ok();
+     }},
     {"SVM_TRANSPORT", "communication layer (tcp, shm, verbs, ofi)",
      [](const char* k, std::string_view v, Options* o) {
 #ifdef SVM_HAVE_OFI

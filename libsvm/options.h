@@ -16,6 +16,10 @@
 namespace svm::rt {
 
 enum class Placement : uint8_t { kBlock, kCyclic };
+// How writes to tracked pages are found (SVM_WRITES): by scans
+// (NodeConfig::scan_writes), by faults, or scans where the backend and the
+// kernel allow them.
+enum class WriteDetection : uint8_t { kAuto, kScan, kFault };
 // Whether a waiting thread spins before it sleeps (SVM_SPIN). kAuto: unless
 // this host runs more of the job's nodes than it has CPUs, where a spinner
 // takes the CPU from the node it waits for.
@@ -31,6 +35,7 @@ struct Options {
   Placement place = Placement::kBlock;
   Mode mode = Mode::kBase;
   prim::Backend fault = prim::Backend::kUffd;
+  WriteDetection writes = WriteDetection::kAuto;  // SVM_WRITES
   std::string transport = "tcp";
   std::string ofi_provider;        // SVM_OFI_PROVIDER: --transport ofi's provider ("" = any)
   uint64_t region_base = 0x200000000000ull;

@@ -308,6 +308,8 @@ Status Runtime::Connect() {
   nc.mode = opts_.mode;
   nc.max_run = opts_.page_run;
   nc.claim_by_cas = opts_.transport != "tcp";
+  if (Status st = ChooseWriteDetection(); !st.ok()) return st;
+  nc.scan_writes = scan_writes_;
   // Pages of the globals join later; size the Node for the largest program
   // image we accept next to the region.
   nc.geometry.pages += kMaxGlobalsPages;
@@ -363,13 +365,27 @@ Status Runtime::CreateNic(const svmd::ControlConfig& cc, std::string* address) {
 // A job of one node shares nothing: no other node can hold a page, so there
 // is nothing to trap (every page would stay untracked) and its memory is
 // left to the kernel as a native program's is.
+Status Runtime::ChooseWriteDetection() {
+  scan_writes_ = false;
+  if (opts_.nodes == 1 || opts_.writes == WriteDetection::kFault) return Status::Ok();
+  const Status can = prim::ProbeAsyncWrites(opts_.fault);
+  if (!can.ok() && opts_.writes == WriteDetection::kScan)
+    return Status::Unsupported(fmt::format("--writes scan with --fault {}: {} (--writes fault finds writes by faults)",
+                                           prim::ToString(opts_.fault), can.message()));
+  scan_writes_ = can.ok();
+  stats::SetWriteDetection(scan_writes_ ? "scan" : "fault");
+  return Status::Ok();
+}
+
 Status Runtime::OpenTrap(Segment& s) {
   if (opts_.nodes == 1) {
     if (mprotect(s.region->app(), s.region->size(), PROT_READ | PROT_WRITE) != 0)
       return Status::Unsupported(fmt::format("mprotect of the {} view: {}", s.name, std::strerror(errno)));
     return Status::Ok();
   }
-  return prim::FaultTrap::Open(opts_.fault, s.region.get(), s.handler.get(), &s.trap);
+  prim::TrapOptions options;
+  options.async_writes = scan_writes_;
+  return prim::FaultTrap::Open(opts_.fault, s.region.get(), s.handler.get(), &s.trap, options);
 }
 
 // Serves messages. When idle for a moment it also does what nobody else may

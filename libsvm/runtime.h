@@ -150,6 +150,7 @@ class Runtime final : public Host {
   std::span<uint8_t> Frame(PageId p) override;
   PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
+  void FindWritten(PageId first, size_t count, std::vector<PageId>* written) override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
 
@@ -191,6 +192,9 @@ class Runtime final : public Host {
   Status OpenGlobals();
   // Opens s's fault trap (none in a one-node job: s is left read-write).
   Status OpenTrap(Segment& s);
+  // Whether writes are found by scans (NodeConfig::scan_writes): SVM_WRITES,
+  // and what the fault backend and the kernel offer.
+  Status ChooseWriteDetection();
   void ScrubEnvironment();
   Status Connect();
   Status CreateNic(const svmd::ControlConfig& cc, std::string* address);
@@ -290,6 +294,7 @@ class Runtime final : public Host {
   Options opts_;
   Geometry geometry_;
   std::vector<std::unique_ptr<Segment>> segments_;
+  bool scan_writes_ = false;  // ChooseWriteDetection
   std::unique_ptr<alloc::Heap> heap_;
   std::unique_ptr<nic::Nic> nic_;
   std::vector<std::string> peers_;  // NIC addresses from the rendezvous

@@ -122,6 +122,8 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["fetch_retries"] = s.fetch_retries;
   j["safe_fetches"] = s.safe_fetches;
   j["twins"] = s.twins;
+  j["write_scans"] = s.write_scans;
+  j["pages_found_written"] = s.pages_found_written;
   j["diffs"] = s.diffs;
   j["diff_bytes"] = s.diff_bytes;
   j["diff_runs"] = s.diff_runs;
@@ -252,6 +254,9 @@ std::atomic<uint64_t> g_fault_delivery_ns{0};
 }  // namespace
 
 void SetFaultDeliveryNs(uint64_t ns) { g_fault_delivery_ns.store(ns, std::memory_order_relaxed); }
+
+std::atomic<const char*> g_write_detection{"fault"};
+void SetWriteDetection(const char* how) { g_write_detection.store(how, std::memory_order_relaxed); }
 uint64_t FaultDeliveryNs() { return g_fault_delivery_ns.load(std::memory_order_relaxed); }
 
 void Enable() { g_enabled.store(true); }
@@ -356,6 +361,7 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
   j["threads"] = std::move(threads);
   j["threads_dropped"] = g_next.load() > kMaxRecords ? g_next.load() - kMaxRecords : 0;
   j["counters"] = NodeCounters(node_stats);
+  j["write_detection"] = g_write_detection.load(std::memory_order_relaxed);
   return j.dump(1);
 }
 
@@ -363,13 +369,15 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead: {} used, {} "
       "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
-      "collected), protections {}, home pages untracked {} (tracked later {}), written ahead {}\n"
+      "collected), protections {}, home pages untracked {} (tracked later {}), written ahead {}, writes found by "
+      "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
-      s.protections, s.untracked_pages, s.tracked_pages, s.pages_written_ahead, node, s.remote_reads,
+      s.protections, s.untracked_pages, s.tracked_pages, s.pages_written_ahead,
+      g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,
       s.notices_deposited, s.notices_taken,
       s.nic_locks, s.home_claims, s.polls);

@@ -119,6 +119,9 @@ ThreadStats* Current();
 // The kernel's part of delivering one fault on this node's backend
 // (prim::MeasureFaultDelivery, at start when recording is on; 0 before).
 void SetFaultDeliveryNs(uint64_t ns);
+// How the node finds writes: "scan" or "fault" (SVM_WRITES, as chosen at
+// start); reported beside the counters. A string literal.
+void SetWriteDetection(const char* how);
 uint64_t FaultDeliveryNs();
 
 // Charges the enclosing stretch of runtime work to a category.

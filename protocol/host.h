@@ -43,6 +43,16 @@ class Host {
   // system call, not one per page).
   virtual void Protect(PageId first, size_t count, Prot prot) = 0;
 
+  // NodeConfig::scan_writes only: appends to *written the pages of [first,
+  // first + count) written since their protection was last set to
+  // Prot::kRead or they were found here, and arms them again in the same
+  // step, so that a later write is found by a later call. Under scan_writes
+  // Prot::kRead lets the program write (the write is recorded, no fault);
+  // kNone forgets the record. Pages last set to kReadWrite may be reported
+  // (and armed) too. (The runtime: PAGEMAP_SCAN over a uffd trap with
+  // UFFD_FEATURE_WP_ASYNC.)
+  virtual void FindWritten(PageId first, size_t count, std::vector<PageId>* written) = 0;
+
   // Thread t, blocked by an operation that returned Outcome::kBlocked, should
   // retry that operation. A wake may also reach a thread that is not blocked
   // (for instance the caller of the operation that woke it); it must then be

@@ -95,6 +95,7 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
 // deposited at every other node as well).
 void Node::CloseInterval() {
   TrackMarked();
+  FindWrites();
   if (dirty_.empty()) return;
   const NodeId self = config_.self;
   const IntervalId interval = log_.known()[self] + 1;
@@ -126,7 +127,13 @@ void Node::CloseInterval() {
     const size_t page_size = config_.geometry.page_size;
     diff::EncodeResult r =
         diff::Encode(host_->Frame(p), {pg.twin.get(), page_size}, &d.runs);
-    pg.twin.reset();
+    if (config_.scan_writes && pg.state == Page::State::kRead) {
+      // The copy stays twinned: the twin takes the bytes sent, so a write
+      // racing with this diff still differs from it at the next look.
+      if (r.runs != 0) (void)diff::Apply(d.runs, {pg.twin.get(), page_size});
+    } else {
+      DropTwin(pg);
+    }
     if (r.runs == 0) continue;
     stats_.diffs++;
     stats_.diff_bytes += r.bytes;

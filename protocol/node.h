@@ -45,6 +45,12 @@
 //    on each such fault and halves when a page fetched ahead goes unused
 //    (watched and invalidated untouched, or too old on arrival).
 //  * Barriers: threads of a node, then node -> master (node 0) -> release.
+//  * scan_writes (NodeConfig): tracked pages are read-protected as usual,
+//    but writes to them go through and are collected by Host::FindWritten as
+//    the interval closes; copies away from the home are twinned on arrival.
+//    A copy dropped by a notice is compared with its twin once it is
+//    unmapped (its writes since the last look would be lost otherwise); a
+//    tracked home page unmapped to wait for diffs counts as written.
 //
 // Modes (types.h, cumulative) move work from handlers onto one-sided ops:
 //  * dw: each closed interval's notice is deposited at every other node at
@@ -118,6 +124,12 @@ struct NodeConfig {
   // transports whose one-sided operations cost less than a message; on tcp
   // a remote CAS is a message to the NIC thread and a claim costs more.
   bool claim_by_cas = true;
+  // Find writes to tracked pages without faults (DESIGN.md, "Find writes
+  // without faults"): Prot::kRead lets writes through, recorded by the host,
+  // and Host::FindWritten collects them when an interval closes. Copies away
+  // from the home get their twin when they arrive (eager twins). Else a
+  // write to a read page faults and is noted then.
+  bool scan_writes = false;
   PlantedBug TEST_bug = PlantedBug::kNone;
 };
 
@@ -222,6 +234,19 @@ class Node {
   void SetVersion(PageId p, NodeId writer, IntervalId interval);
   Prot DesiredProtection(PageId p, const Page& pg) const;
   void SyncProtection(PageId p, Page& pg);
+  // scan_writes: whether p's writes are recorded by the host and not yet
+  // collected (armed_): a read page, mapped read.
+  void UpdateArmed(PageId p, const Page& pg);
+  // scan_writes: pages written since the last look become dirty.
+  void FindWrites();
+  // Page p is written in the open interval (dirty_, state kWrite).
+  void NoteWritten(PageId p, Page& pg);
+  // scan_writes: p's copy, dropped by a notice, is unmapped now: if it holds
+  // local writes (it differs from its twin) it stays as a stale dirty copy.
+  void CheckDropped(PageId p, Page& pg);
+  // A twin of p's frame, from spare_twins_ when there is one.
+  void MakeTwin(PageId p, Page& pg);
+  void DropTwin(Page& pg);
   // While one lives, SyncProtection only records its changes; the last to
   // go makes them, a run of pages per Host::Protect.
   class ProtectionBatch {
@@ -347,6 +372,13 @@ class Node {
     uint32_t run = 1;
   };
   std::vector<WriteSweep> write_sweeps_;
+  // scan_writes: one bit per page armed for FindWritten (UpdateArmed), and
+  // the bounds of the pages ever armed; sized when first used.
+  std::vector<uint64_t> armed_;
+  PageId armed_lo_ = 0, armed_hi_ = 0;
+  size_t armed_count_ = 0;
+  std::vector<PageId> found_;          // FindWrites' scratch
+  std::vector<std::unique_ptr<uint8_t[]>> spare_twins_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;

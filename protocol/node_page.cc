@@ -1,6 +1,7 @@
 // Node: page faults, fetches, diffs at the home, invalidation, first touch.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -48,19 +49,119 @@ Prot Node::DesiredProtection(PageId p, const Page& pg) const {
   } else if (pg.stale || pg.watched) {
     return Prot::kNone;
   }
-  return pg.state == State::kWrite ? Prot::kReadWrite : Prot::kRead;
+  if (pg.state == State::kRead) return Prot::kRead;
+  // scan_writes: a read page lets writes through, so one found written
+  // keeps its protection.
+  return config_.scan_writes && pg.prot == Prot::kRead ? Prot::kRead : Prot::kReadWrite;
 }
 
 void Node::SyncProtection(PageId p, Page& pg) {
   const Prot want = DesiredProtection(p, pg);
-  if (want == pg.prot) return;
+  // Unmapping forgets the record of the writes made since the last look, and
+  // a home page has no twin to compare: count it as written.
+  if (config_.scan_writes && want == Prot::kNone && pg.prot == Prot::kRead &&
+      pg.home == config_.self && pg.state == Page::State::kRead)
+    NoteWritten(p, pg);
+  if (want == pg.prot) {
+    UpdateArmed(p, pg);
+    if (pg.dropped && want == Prot::kNone) CheckDropped(p, pg);
+    return;
+  }
   pg.prot = want;
+  UpdateArmed(p, pg);
   if (batching_ > 0) {
     batch_.push_back(p);
     return;
   }
   host_->Protect(p, 1, want);
   stats_.protections++;
+  if (pg.dropped && want == Prot::kNone) CheckDropped(p, pg);
+}
+
+void Node::UpdateArmed(PageId p, const Page& pg) {
+  if (!config_.scan_writes) return;
+  const bool on = pg.prot == Prot::kRead && pg.state == Page::State::kRead;
+  if (armed_.empty()) {
+    if (!on) return;
+    armed_.resize((config_.geometry.pages + 63) / 64);
+    armed_lo_ = p;
+  }
+  uint64_t& word = armed_[p / 64];
+  const uint64_t bit = uint64_t{1} << (p % 64);
+  if (bool(word & bit) == on) return;
+  word ^= bit;
+  if (!on) {
+    armed_count_--;
+    return;
+  }
+  armed_count_++;
+  armed_lo_ = std::min(armed_lo_, p);
+  armed_hi_ = std::max(armed_hi_, p + 1);
+}
+
+// One Host::FindWritten per run of armed pages, across gaps of a few pages
+// (a page in a gap found written is not tracked, and is let be).
+void Node::FindWrites() {
+  if (armed_count_ == 0) return;
+  constexpr PageId kGap = 16;
+  found_.clear();
+  PageId first = kNoPage, end = 0;
+  auto scan = [&] {
+    if (first == kNoPage) return;
+    host_->FindWritten(first, end - first, &found_);
+    stats_.write_scans++;
+  };
+  for (size_t w = armed_lo_ / 64; w * 64 < armed_hi_; ++w) {
+    for (uint64_t bits = armed_[w]; bits != 0; bits &= bits - 1) {
+      const PageId p = w * 64 + std::countr_zero(bits);
+      if (first == kNoPage || p > end + kGap) {
+        scan();
+        first = p;
+      }
+      end = p + 1;
+    }
+  }
+  scan();
+  for (PageId p : found_) {
+    if (p / 64 >= armed_.size() || !(armed_[p / 64] >> (p % 64) & 1)) continue;
+    Page& pg = *pages_.at(p);
+    NoteWritten(p, pg);
+    UpdateArmed(p, pg);
+    stats_.pages_found_written++;
+  }
+}
+
+void Node::NoteWritten(PageId p, Page& pg) {
+  pg.state = Page::State::kWrite;
+  dirty_.push_back(p);
+}
+
+void Node::CheckDropped(PageId p, Page& pg) {
+  pg.dropped = false;
+  if (std::memcmp(host_->Frame(p).data(), pg.twin.get(), config_.geometry.page_size) == 0) {
+    DropTwin(pg);
+    return;
+  }
+  NoteWritten(p, pg);
+  pg.stale = true;  // a dirty copy a notice outdated: fetched safely, through its twin
+  stats_.pages_found_written++;
+}
+
+void Node::MakeTwin(PageId p, Page& pg) {
+  const size_t page_size = config_.geometry.page_size;
+  if (!pg.twin && !spare_twins_.empty()) {
+    pg.twin = std::move(spare_twins_.back());
+    spare_twins_.pop_back();
+  }
+  if (!pg.twin) pg.twin = std::make_unique<uint8_t[]>(page_size);
+  std::memcpy(pg.twin.get(), host_->Frame(p).data(), page_size);
+  stats_.twins++;
+}
+
+void Node::DropTwin(Page& pg) {
+  constexpr size_t kSpareTwins = 256;
+  if (pg.twin && spare_twins_.size() < kSpareTwins) spare_twins_.push_back(std::move(pg.twin));
+  pg.twin.reset();
 }
 
 // One Host::Protect per run of neighbouring pages that end with the same
@@ -76,6 +177,10 @@ void Node::FlushProtections() {
     host_->Protect(batch_[i], j - i, prot);
     stats_.protections++;
     i = j;
+  }
+  for (PageId p : batch_) {
+    Page& pg = *pages_.at(p);
+    if (pg.dropped && pg.prot == Prot::kNone) CheckDropped(p, pg);
   }
   batch_.clear();
 }
@@ -211,8 +316,7 @@ Outcome Node::HomeFault(ThreadId t, PageId p, Page& pg, Access a) {
     a = Access::kWrite;
   if (a == Access::kWrite && pg.state != Page::State::kWrite) {
     const bool tracked_write = pg.state == Page::State::kRead;
-    pg.state = Page::State::kWrite;
-    dirty_.push_back(p);
+    NoteWritten(p, pg);
     if (tracked_write) {
       ProtectionBatch batch(this);
       SyncProtection(p, pg);
@@ -246,8 +350,7 @@ void Node::WriteAhead(ThreadId t, PageId p) {
     if (next.home != config_.self || next.state != Page::State::kRead || !next.waiters.empty() ||
         !VersionCovers(q, next.need))
       break;
-    next.state = Page::State::kWrite;
-    dirty_.push_back(q);
+    NoteWritten(q, next);
     SyncProtection(q, next);
   }
   stats_.pages_written_ahead += n;
@@ -266,12 +369,8 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
     sweep_next_[t] = p + 1;  // the sweep reached the end of its run
   }
   if (a == Access::kWrite && pg.state == Page::State::kRead) {
-    const size_t page_size = config_.geometry.page_size;
-    pg.twin = std::make_unique<uint8_t[]>(page_size);
-    std::memcpy(pg.twin.get(), host_->Frame(p).data(), page_size);
-    pg.state = Page::State::kWrite;
-    dirty_.push_back(p);
-    stats_.twins++;
+    if (!pg.twin) MakeTwin(p, pg);  // scan_writes: made on arrival
+    NoteWritten(p, pg);
   }
   SyncProtection(p, pg);
   return Outcome::kDone;
@@ -371,6 +470,7 @@ void Node::Invalidate(PageId p, NodeId writer, IntervalId interval) {
     if (config_.TEST_bug == PlantedBug::kSkipInvalidation) return;
     if (pg.state == Page::State::kRead) {
       pg.state = Page::State::kInvalid;
+      pg.dropped = pg.twin != nullptr;  // scan_writes: compared once unmapped
       stats_.invalidations++;
       if (pg.watched) {
         pg.watched = false;
@@ -529,6 +629,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   } else {
     if (data.data() != frame.data()) std::memcpy(frame.data(), data.data(), page_size);  // else landed there
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
+    if (config_.scan_writes && pg.state == Page::State::kRead) MakeTwin(p, pg);  // eager twin
   }
   pg.stale = false;
   if (ahead != Ahead::kNo && !pg.waiters.empty()) {

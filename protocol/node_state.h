@@ -16,7 +16,9 @@ namespace svm {
 // Invariants:
 //  1. state == kWrite iff the page is in Node::dirty_ (written in the open
 //     interval), or it is an untracked home page (in Node::untracked_).
-//     Away from the home, twin != nullptr iff state == kWrite.
+//     Away from the home, twin != nullptr iff state == kWrite (scan_writes:
+//     iff state != kInvalid, except for a copy just dropped by a notice
+//     until Node::CheckDropped looked at it).
 //  2. stale implies state == kWrite: a dirty copy that a notice outdated.
 //  3. At the home, state is kRead (write-protected: the next write is noted)
 //     or kWrite; kInvalid only until first touched.
@@ -41,6 +43,7 @@ struct Node::Page {
   bool tracked = false;    // at the home: writes are noted (invariant 5)
   bool marked = false;     // away from it: the home knows we hold a copy
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
+  bool dropped = false;    // scan_writes: invalidated, twin not compared yet
   uint32_t run = 0;        // pages the fetch out from here asked for
   VectorTime need;         // version a copy must have (from applied notices)
   std::unique_ptr<uint8_t[]> twin;

@@ -114,6 +114,11 @@ const OptionSpec kTable[] = {
     {"--place", "SVM_PLACE", "block", "thread placement", false, ADD(CHOICE(kPlaces, place))},
     {"--mode", "SVM_MODE", "base", "protocol mode", false, ADD(CHOICE(kModes, mode))},
     {"--fault", "SVM_FAULT", "uffd", "fault backend", false, ADD(CHOICE(kFaults, fault))},
+    {"--writes", "SVM_WRITES", "auto",
+     "how writes to shared pages are found: scan (no fault: userfaultfd's async write-protect and "
+     "PAGEMAP_SCAN at releases, uffd backends on Linux 6.7+), fault (a write fault per page and "
+     "interval), auto (scan where available)",
+     false, ADD(CHOICE(kWrites, writes))},
     {"--transport", "SVM_TRANSPORT", "auto",
      "transport between nodes: auto is shm when every node is on this host (and no network is modelled), "
      "tcp otherwise", false,

@@ -45,6 +45,9 @@ inline constexpr Choice kModes[] = {
 };
 inline constexpr Choice kFaults[] = {
     {"uffd", true, ""}, {"uffd-thread", true, ""}, {"mprotect", true, ""}};
+// --writes: how writes to shared pages are found (DESIGN.md "Find writes
+// without faults"). auto: scan where the fault backend and kernel allow it.
+inline constexpr Choice kWrites[] = {{"auto", true, ""}, {"scan", true, ""}, {"fault", true, ""}};
 inline constexpr Choice kTransports[] = {
     {"auto", true, ""},  // shm when every node is on this host, else tcp
     {"tcp", true, ""},
@@ -87,6 +90,7 @@ struct Options {
   std::string place = "block";
   std::string mode = "base";
   std::string fault = "uffd";
+  std::string writes = "auto";
   std::string transport = "auto";  // resolved by ResolveTransport before a job starts
   std::string ofi_provider;  // --transport ofi: libfabric provider ("" = libfabric's choice)
   uint64_t region_base = 0x200000000000ull;

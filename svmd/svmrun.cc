@@ -234,6 +234,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_PLACE=" + o_.place,
       "SVM_MODE=" + o_.mode,
       "SVM_FAULT=" + o_.fault,
+      "SVM_WRITES=" + o_.writes,
       "SVM_TRANSPORT=" + o_.transport,
       "SVM_OFI_PROVIDER=" + o_.ofi_provider,
       "SVM_REGION_BASE=" + Hex(o_.region_base),

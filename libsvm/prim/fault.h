@@ -150,6 +150,9 @@ class FaultTrap {
   //   other   the failing system call's errno (the range may be partly done).
   // Async-signal-safe. Pages that never held data are zero-filled when
   // opened. Takes effect for every thread before it returns (TLBs flushed).
+  // With async writes, setting read on a page that is read already keeps its
+  // record of writes (FindWritten still reports a write made before): it
+  // only maps the page again if the kernel dropped it.
   virtual int Protect(PageId first, size_t count, Prot prot) = 0;
 
   // Protect for the control path: the same, with a Status that explains an

@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -154,22 +155,41 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
       return 0;
     }
     const bool wp = prot == Prot::kRead;
+    // Async writes: a page that is read already keeps its record of writes
+    // (write-protecting it again would forget a write made since it was
+    // last looked at); it is only mapped if it is not.
+    const bool keep_record = wp && async_writes_;
+    enum Action : uint8_t { kSkip, kWriteProtect, kContinue, kContinueKeep };
+    auto action = [&](uint8_t old) {
+      const bool mapped = old & kMapped;
+      if (keep_record && Prot(old & kProtMask) == Prot::kRead) return mapped ? kSkip : kContinueKeep;
+      return mapped ? kWriteProtect : kContinue;
+    };
     // The new protection is recorded before the ioctl that may wake a
-    // waiting thread (kUffdThread), so that the thread sees it.
-    for (PageId p = first; p < end; ++p) {
-      uint8_t old = state_[p].load(std::memory_order_relaxed);
-      state_[p].store(uint8_t((old & ~kProtMask) | uint8_t(prot)), std::memory_order_relaxed);
-    }
-    // Runs of pages with the same mapped hint: WRITEPROTECT for mapped
-    // ones, CONTINUE for the others.
+    // waiting thread (kUffdThread), so that the thread sees it; the old
+    // state is kept in the low bits' place until then.
+    Action actions[64];
     for (PageId i = first; i < end;) {
-      const bool mapped = state_[i].load(std::memory_order_relaxed) & kMapped;
-      PageId j = i + 1;
-      while (j < end && bool(state_[j].load(std::memory_order_relaxed) & kMapped) == mapped) ++j;
-      const uintptr_t lo = uintptr_t(region_->AppPage(i)), hi = uintptr_t(region_->AppPage(j));
-      int err = mapped ? WriteProtect(lo, hi - lo, wp) : Continue(lo, hi, wp);
-      if (err != 0) return err;
-      i = j;
+      const PageId stop = std::min<PageId>(end, i + std::size(actions));
+      for (PageId p = i; p < stop; ++p) {
+        const uint8_t old = state_[p].load(std::memory_order_relaxed);
+        actions[p - i] = action(old);
+        state_[p].store(uint8_t((old & ~kProtMask) | uint8_t(prot)), std::memory_order_relaxed);
+      }
+      // Runs of pages with the same action: WRITEPROTECT for mapped pages,
+      // CONTINUE for the others.
+      for (PageId a = i; a < stop;) {
+        const Action act = actions[a - i];
+        PageId b = a + 1;
+        while (b < stop && actions[b - i] == act) ++b;
+        const uintptr_t lo = uintptr_t(region_->AppPage(a)), hi = uintptr_t(region_->AppPage(b));
+        int err = 0;
+        if (act == kWriteProtect) err = WriteProtect(lo, hi - lo, wp);
+        if (act == kContinue || act == kContinueKeep) err = Continue(lo, hi, wp, act == kContinue);
+        if (err != 0) return err;
+        a = b;
+      }
+      i = stop;
     }
     for (PageId p = first; p < end; ++p) {
       state_[p].fetch_or(kMapped, std::memory_order_relaxed);
@@ -224,8 +244,10 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
     return 0;
   }
 
-  // Maps [lo, hi) from the memfd, write-protected if wp.
-  int Continue(uintptr_t lo, uintptr_t hi, bool wp) {
+  // Maps [lo, hi) from the memfd, write-protected if wp. A page mapped
+  // already gets wp set by WRITEPROTECT, unless !set_mapped (it keeps
+  // what it has).
+  int Continue(uintptr_t lo, uintptr_t hi, bool wp, bool set_mapped = true) {
     const size_t page = region_->page_size();
     bool filled = false;
     for (uintptr_t pos = lo; pos < hi;) {
@@ -237,8 +259,10 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
       if (err == EAGAIN) {  // part done (c.mapped bytes), or the mm is changing
         if (c.mapped > 0) pos += uint64_t(c.mapped);
       } else if (err == EEXIST) {  // this page is mapped already (stale hint)
-        int e = WriteProtect(pos, page, wp);
-        if (e != 0) return e;
+        if (set_mapped) {
+          int e = WriteProtect(pos, page, wp);
+          if (e != 0) return e;
+        }
         pos += page;
       } else if (err == EFAULT && !filled) {
         // No frame in the memfd here (never written): zero-fill the rest of

@@ -653,6 +653,25 @@ TEST(AsyncWrites, FoundWithoutFaultsAndRearmed) {
     ASSERT_EQ(e.trap->FindWritten(0, kPages, &found), 0);
     EXPECT_EQ(found, (std::vector<PageId>{3}));
 
+    // Setting read again (a fault that raced with another thread's, whose
+    // handler re-installs the page) keeps the record, whatever the hints say.
+    found.clear();
+    Write(e.app(12), 8);
+    Write(e.app(13), 9);
+    e.Protect(12, 2, Prot::kRead);
+    e.trap->TEST_ForgetHints();
+    e.Protect(13, 1, Prot::kRead);
+    ASSERT_EQ(e.trap->FindWritten(0, kPages, &found), 0);
+    EXPECT_EQ(found, (std::vector<PageId>{12, 13}));
+    EXPECT_EQ(Read(e.app(13)), 9);
+    // From read-write, read arms the record afresh.
+    found.clear();
+    e.Protect(14, 1, Prot::kReadWrite);
+    Write(e.app(14), 1);
+    e.Protect(14, 1, Prot::kRead);
+    ASSERT_EQ(e.trap->FindWritten(0, kPages, &found), 0);
+    EXPECT_TRUE(found.empty());
+
     // A page dropped (none) and written again faults, and is found written.
     found.clear();
     e.Protect(6, 1, Prot::kNone);
@@ -663,7 +682,7 @@ TEST(AsyncWrites, FoundWithoutFaultsAndRearmed) {
     Write(e.app(6), 7);
     ASSERT_EQ(e.trap->FindWritten(0, kPages, &found), 0);
     EXPECT_EQ(found, (std::vector<PageId>{6}));
-    EXPECT_EQ(e.stats().pages_written, 6u);
+    EXPECT_EQ(e.stats().pages_written, 8u);
     EXPECT_EQ(e.trap->FindWritten(0, 0, &found), EINVAL);
     e.trap.reset();
   }

@@ -32,9 +32,26 @@ class MemoryHost : public Host {
     return f;
   }
   void Protect(PageId first, size_t count, Prot prot) override {
-    for (PageId p = first; p < first + count; ++p) prot_[p] = prot;
+    for (PageId p = first; p < first + count; ++p) {
+      // A page read already keeps its record of writes (as the trap does).
+      if (prot != Prot::kRead || this->prot(p) != Prot::kRead) armed_[p] = prot == Prot::kRead;
+      prot_[p] = prot;
+    }
     protect_calls++;
   }
+  // scan_writes, as the kernel's async write-protect: a write to a read page
+  // goes through and clears its armed bit; FindWritten reports mapped pages
+  // that are not armed and arms them.
+  void FindWritten(PageId first, size_t count, std::vector<PageId>* written) override {
+    EXPECT_TRUE(scan_writes) << "FindWritten without scan_writes";
+    for (PageId p = first; p < first + count; ++p) {
+      if (prot(p) == Prot::kNone || armed_[p]) continue;
+      written->push_back(p);
+      armed_[p] = true;
+    }
+    scans++;
+  }
+  void WriteThrough(PageId p) { armed_[p] = false; }
   uint64_t& SharedMark(PageId p) override { return marks_[p]; }
   uint64_t& HomeWord(PageId p) override { return home_words_[p]; }
   PageId FramesEnd(PageId) override { return frames_end; }
@@ -53,12 +70,15 @@ class MemoryHost : public Host {
   std::set<ThreadId> woken;
   uint32_t job_threads = 0;  // 0: no barrier collects garbage
   int protect_calls = 0;
+  int scans = 0;
+  bool scan_writes = false;
   PageId frames_end = UINT64_MAX;  // one run of frames
 
  private:
   NodeId nodes_;
   std::map<PageId, std::vector<uint8_t>> frames_;
   std::map<PageId, Prot> prot_;
+  std::map<PageId, bool> armed_;
   std::map<PageId, std::vector<IntervalId>> versions_;
   std::map<PageId, uint64_t> marks_;
   std::map<PageId, uint64_t> home_words_;
@@ -86,10 +106,12 @@ class TestHost : public MemoryHost {
 
 class Cluster {
  public:
-  Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic, uint32_t max_run = 1) {
+  Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic, uint32_t max_run = 1,
+          bool scan_writes = false) {
     for (NodeId i = 0; i < n; ++i) {
       hosts_.push_back(std::make_unique<TestHost>(this, i, n));
       hosts_.back()->job_threads = n * threads;
+      hosts_.back()->scan_writes = scan_writes;
     }
     for (NodeId i = 0; i < n; ++i) {
       NodeConfig c;
@@ -98,6 +120,7 @@ class Cluster {
       c.threads = threads;
       c.home_policy = policy;
       c.max_run = max_run;
+      c.scan_writes = scan_writes;
       nodes_.push_back(std::make_unique<Node>(c, hosts_[i].get()));
     }
   }
@@ -137,9 +160,18 @@ class Cluster {
     ASSERT_EQ(o, Outcome::kDone);
   }
   void Write(NodeId n, ThreadId t, PageId p, size_t off, uint8_t v) {
+    if (host(n).scan_writes && host(n).prot(p) == Prot::kRead) {  // no fault
+      host(n).Frame(p)[off] = v;
+      host(n).WriteThrough(p);
+      return;
+    }
     if (host(n).prot(p) != Prot::kReadWrite)
       Complete([&] { return node(n).Fault(t, p, Access::kWrite); });
-    ASSERT_EQ(host(n).prot(p), Prot::kReadWrite);
+    if (host(n).scan_writes && host(n).prot(p) == Prot::kRead) {  // lets it through
+      host(n).WriteThrough(p);
+    } else {
+      ASSERT_EQ(host(n).prot(p), Prot::kReadWrite);
+    }
     host(n).Frame(p)[off] = v;
   }
   uint8_t Read(NodeId n, ThreadId t, PageId p, size_t off) {
@@ -259,6 +291,96 @@ TEST(NodeTest, SequentialHomeWritesOpenTheNextPages) {
   c.Write(0, 0, 2, 0, 1);
   EXPECT_EQ(c.node(0).stats().pages_written_ahead, ahead);
   EXPECT_EQ(c.host(0).prot(3), Prot::kRead);
+}
+
+// scan_writes: writes to tracked pages, home pages and copies alike, need no
+// fault; the interval's end finds them (a notice for the home page, a diff
+// for the copy), and arms them again.
+TEST(NodeTest, ScanWritesFindTrackedWritesWithoutFaults) {
+  Cluster c(2, 1, HomePolicy::kCyclic, 1, /*scan_writes=*/true);  // page 0 homed on node 0, 1 on node 1
+  c.Write(0, 0, 0, 0, 1);
+  EXPECT_EQ(c.Read(1, 0, 0, 0), 1);
+  EXPECT_EQ(c.Read(0, 0, 1, 0), 0);  // node 0's copy of page 1, twinned on arrival
+  EXPECT_EQ(c.node(0).stats().twins, 1u);
+  c.BarrierAll(1, 1);                 // node 1 held page 0: tracked from now on
+  EXPECT_EQ(c.Read(1, 0, 0, 0), 1);
+  ASSERT_EQ(c.host(0).prot(0), Prot::kRead);
+  ASSERT_EQ(c.host(0).prot(1), Prot::kRead);
+  const NodeStats before = c.node(0).stats();
+  c.Write(0, 0, 0, 8, 2);
+  c.Write(0, 0, 1, 9, 3);
+  EXPECT_EQ(c.node(0).stats().write_faults, before.write_faults);
+  c.BarrierAll(2, 1);
+  EXPECT_EQ(c.node(0).stats().pages_found_written - before.pages_found_written, 2u);
+  EXPECT_EQ(c.node(0).stats().diffs - before.diffs, 1u);
+  EXPECT_EQ(c.node(0).stats().twins, 1u);  // the copy keeps its twin
+  EXPECT_EQ(c.Read(1, 0, 0, 8), 2);        // the notice dropped node 1's copy
+  EXPECT_EQ(c.Read(1, 0, 1, 9), 3);        // the diff reached the home
+  // Armed again: a write after the look is found by the next one, and
+  // only that.
+  c.Write(0, 0, 1, 10, 4);
+  c.BarrierAll(3, 1);
+  EXPECT_EQ(c.node(0).stats().pages_found_written - before.pages_found_written, 3u);
+  EXPECT_EQ(c.Read(1, 0, 1, 10), 4);
+  EXPECT_EQ(c.Read(1, 0, 1, 9), 3);
+  c.BarrierAll(4, 1);
+  EXPECT_EQ(c.node(0).stats().pages_found_written - before.pages_found_written, 3u);
+  EXPECT_EQ(c.node(0).stats().write_faults, before.write_faults);
+}
+
+// scan_writes: a copy written without a fault and then dropped by another
+// node's notice (false sharing) is compared with its twin once unmapped: it
+// stays as a stale dirty copy, fetched safely, and its write still reaches
+// the home.
+TEST(NodeTest, ScanWritesDroppedCopyKeepsItsWrites) {
+  Cluster c(2, 1, HomePolicy::kCyclic, 1, /*scan_writes=*/true);  // page 1 homed on node 1
+  const LockId l = 0x1000;
+  EXPECT_EQ(c.Read(0, 0, 1, 0), 0);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  c.Write(1, 0, 1, 100, 7);
+  c.node(1).Release(0, l);
+  c.Write(0, 0, 1, 5, 9);  // no fault: node 0's copy is read-mapped, twinned
+  c.Complete([&] { return c.node(0).Acquire(0, l); });  // applies node 1's notice
+  EXPECT_EQ(c.host(0).prot(1), Prot::kNone);
+  EXPECT_EQ(c.node(0).stats().pages_found_written, 1u);
+  EXPECT_EQ(c.Read(0, 0, 1, 100), 7);
+  EXPECT_EQ(c.Read(0, 0, 1, 5), 9);
+  EXPECT_EQ(c.node(0).stats().safe_fetches, 1u);
+  c.node(0).Release(0, l);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  EXPECT_EQ(c.Read(1, 0, 1, 5), 9);
+  EXPECT_EQ(c.Read(1, 0, 1, 100), 7);
+  c.node(1).Release(0, l);
+}
+
+// scan_writes: a tracked home page unmapped to wait for a writer's diff
+// loses the record of the home's own writes since the last look; it counts
+// as written, so a copy elsewhere that predates those writes is dropped.
+TEST(NodeTest, ScanWritesHomePageUnmappedForDiffsCountsAsWritten) {
+  Cluster c(3, 1, HomePolicy::kCyclic, 1, /*scan_writes=*/true);  // page 0 homed on node 0
+  const LockId l = 0x1000;
+  c.Write(0, 0, 0, 0, 1);
+  EXPECT_EQ(c.Read(2, 0, 0, 0), 1);
+  c.BarrierAll(1, 1);  // tracked at node 0; node 2's copy dropped
+  EXPECT_EQ(c.Read(2, 0, 0, 0), 1);
+  ASSERT_EQ(c.host(0).prot(0), Prot::kRead);
+  c.Complete([&] { return c.node(2).Acquire(0, l); });
+  c.Write(0, 0, 0, 200, 5);  // no fault: the home's write is only recorded
+  c.Write(2, 0, 0, 300, 6);
+  c.node(2).Release(0, l);
+  c.Hold(2, 0);  // node 2's diff of page 0 stays on the way to its home
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  c.node(1).Release(0, l);
+  c.Complete([&] { return c.node(0).Acquire(0, l); });  // node 2's notice, its diff still out
+  EXPECT_EQ(c.host(0).prot(0), Prot::kNone);
+  c.Unhold(2, 0);
+  c.Drain();
+  EXPECT_EQ(c.Read(0, 0, 0, 300), 6);
+  c.node(0).Release(0, l);
+  c.Complete([&] { return c.node(2).Acquire(0, l); });
+  EXPECT_EQ(c.Read(2, 0, 0, 200), 5);  // node 2's copy predated the home's write
+  EXPECT_EQ(c.Read(2, 0, 0, 300), 6);
+  c.node(2).Release(0, l);
 }
 
 // A strided scan is no sweep, though the page before each fault is held here

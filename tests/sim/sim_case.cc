@@ -86,6 +86,11 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
     c->claim_by_cas = value == "1";
     return Status::Ok();
   }
+  if (name == "scan-writes") {
+    if (value != "0" && value != "1") return bad();
+    c->scan_writes = value == "1";
+    return Status::Ok();
+  }
   if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
   if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
   if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
@@ -198,6 +203,7 @@ std::string ToFlags(const CaseConfig& c) {
     if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
     if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
     if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
+    if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
     if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
     if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
     return "sim_replay " + s;
@@ -212,6 +218,7 @@ std::string ToFlags(const CaseConfig& c) {
   if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
   if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
   if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
+  if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
   if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
   if (c.ops != d.ops) s += " --ops " + std::to_string(c.ops);
   if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
@@ -235,6 +242,7 @@ std::string ToEnv(const CaseConfig& c) {
   if (c.ops) s += " SVM_SIM_OPS=" + std::to_string(c.ops);
   if (c.max_run != 1) s += " SVM_SIM_MAX_RUN=" + std::to_string(c.max_run);
   if (!c.claim_by_cas) s += " SVM_SIM_CLAIM_BY_CAS=0";
+  if (c.scan_writes) s += " SVM_SIM_SCAN_WRITES=1";
   if (!c.scenario.empty()) {
     s += " SVM_SIM_SCENARIO=" + c.scenario + " SVM_SIM_VARIANT=" + std::to_string(c.variant);
   }
@@ -276,6 +284,7 @@ bool ConfigFromEnv(CaseConfig* c, Status* error) {
                                           {"SVM_SIM_OPS", "ops"},
                                           {"SVM_SIM_MAX_RUN", "max-run"},
                                           {"SVM_SIM_CLAIM_BY_CAS", "claim-by-cas"},
+                                          {"SVM_SIM_SCAN_WRITES", "scan-writes"},
                                           {"SVM_SIM_MAX_STEPS", "max-steps"},
                                           {"SVM_SIM_CYCLIC_BLOCK", "cyclic-block"},
                                           {"SVM_SIM_SCENARIO", "scenario"},
@@ -325,7 +334,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (31 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (33 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -334,6 +343,8 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->pages_ahead += b.pages_ahead;
   a->ahead_used += b.ahead_used;
   a->ahead_unused += b.ahead_unused;
+  a->write_scans += b.write_scans;
+  a->pages_found_written += b.pages_found_written;
   a->pages_written_ahead += b.pages_written_ahead;
   a->fetch_retries += b.fetch_retries;
   a->safe_fetches += b.safe_fetches;

@@ -18,6 +18,7 @@ SimHost::SimHost(NodeId self, uint32_t threads, uint64_t pages, uint64_t page_si
       frames_(pages),
       versions_(pages),
       prot_(pages, Prot::kNone),
+      armed_(pages, false),
       shared_marks_(pages, 0),
       home_words_(pages, 0),
       deposits_(network->nodes()) {}
@@ -57,7 +58,24 @@ void SimHost::Protect(PageId first, size_t count, Prot prot) {
                   std::to_string(pages_) + " pages");
     return;
   }
-  std::fill(prot_.begin() + first, prot_.begin() + first + count, prot);
+  for (PageId p = first; p < first + count; ++p) {
+    // A page read already keeps its record of writes (as the trap does).
+    if (prot != Prot::kRead || prot_[p] != Prot::kRead) armed_[p] = prot == Prot::kRead;
+    prot_[p] = prot;
+  }
+}
+
+void SimHost::FindWritten(PageId first, size_t count, std::vector<PageId>* written) {
+  if (count == 0 || first >= pages_ || count > pages_ - first) {
+    ContractError("FindWritten(" + std::to_string(first) + ", " + std::to_string(count) + ") beyond " +
+                  std::to_string(pages_) + " pages");
+    return;
+  }
+  for (PageId p = first; p < first + count; ++p) {
+    if (prot_[p] == Prot::kNone || armed_[p]) continue;
+    written->push_back(p);
+    armed_[p] = true;
+  }
 }
 
 uint64_t& SimHost::SharedMark(PageId p) {

@@ -49,6 +49,10 @@ class SimHost final : public Host {
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::span<uint8_t> Frame(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
+  // As the kernel's async write-protect does: the mapped pages of the range
+  // whose record says written (Wrote after the last Protect(kRead) or look,
+  // or last set read-write), armed again.
+  void FindWritten(PageId first, size_t count, std::vector<PageId>* written) override;
   void Wake(ThreadId t) override;
   std::span<IntervalId> Versions(PageId p) override;
   uint32_t JobThreads() override { return listener_->LiveThreads(); }
@@ -94,6 +98,8 @@ class SimHost final : public Host {
   void set_lose_deposits(bool on) { lose_deposits_ = on; }
 
   Prot protection(PageId p) const { return prot_[p]; }
+  // A simulated thread wrote page p (its protection allowed it).
+  void Wrote(PageId p) { armed_[p] = false; }
   // The frame if it was ever touched, else an empty span (all zero).
   std::span<const uint8_t> PeekFrame(PageId p) const;
   uint64_t pages() const { return pages_; }
@@ -115,6 +121,7 @@ class SimHost final : public Host {
   std::vector<std::unique_ptr<uint8_t[]>> frames_;
   std::vector<std::vector<IntervalId>> versions_;  // by page, allocated when first asked
   std::vector<Prot> prot_;
+  std::vector<bool> armed_;  // the record of writes: set by Protect(kRead), cleared by a write
   std::vector<uint64_t> shared_marks_;
   std::vector<uint64_t> home_words_;
   std::vector<std::vector<WriteNotice>> deposits_;  // by writer, oldest first

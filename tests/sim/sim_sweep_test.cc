@@ -45,6 +45,9 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
   // One case in four claims first-touch homes by messages in every mode (as
   // over tcp).
   c.claim_by_cas = (h >> 48) % 4 != 0;
+  // Half the cases find writes to read pages by scans, as on the uffd
+  // backend (NodeConfig::scan_writes), half by faults.
+  c.scan_writes = (h >> 52) % 2 == 0;
   // One case in four has slow links: pairs delivered only when nothing else
   // can happen (extreme but legal latencies).
   if ((h >> 24) % 4 == 0) {
@@ -81,12 +84,12 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
   std::printf(
       "%s: %" PRIu64 " cases in %.1f s: %" PRIu64 " steps, %" PRIu64 " reads checked; faults %" PRIu64
       ", fetches %" PRIu64 " (safe %" PRIu64 "; pages ahead %" PRIu64 ": used %" PRIu64
-      ", unused %" PRIu64 "), home pages written ahead %" PRIu64 ", diffs %" PRIu64 ", acquires local/remote %" PRIu64
+      ", unused %" PRIu64 "), home pages written ahead %" PRIu64 ", found written by scans %" PRIu64 ", diffs %" PRIu64 ", acquires local/remote %" PRIu64
       "/%" PRIu64 ", barriers %" PRIu64 ", messages %" PRIu64 "; remote reads %" PRIu64
       ", direct diffs %" PRIu64 ", notices deposited/taken %" PRIu64 "/%" PRIu64
       ", NIC locks %" PRIu64 ", home claims %" PRIu64 ", polls %" PRIu64 "\n",
       ToString(mode), cases, secs, steps, reads, sum.read_faults + sum.write_faults, sum.fetches, sum.safe_fetches,
-      sum.pages_ahead, sum.ahead_used, sum.ahead_unused, sum.pages_written_ahead, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
+      sum.pages_ahead, sum.ahead_used, sum.ahead_unused, sum.pages_written_ahead, sum.pages_found_written, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
       sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks, sum.home_claims,
       sum.polls);
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"

@@ -15,8 +15,10 @@ namespace {
 constexpr uint32_t kEpoch = 0x51;
 constexpr uint32_t kNoThread = UINT32_MAX;
 
-bool Allows(Prot p, Access a) {
-  return a == Access::kRead ? p != Prot::kNone : p == Prot::kReadWrite;
+// scan_writes: a read page lets writes through (the host records them).
+bool Allows(Prot p, Access a, bool scan_writes) {
+  if (a == Access::kRead || scan_writes) return p != Prot::kNone;
+  return p == Prot::kReadWrite;
 }
 
 uint64_t Mask(uint32_t len) { return len >= 8 ? ~0ull : (1ull << (8 * len)) - 1; }
@@ -88,6 +90,7 @@ World::World(const CaseConfig& config, const Program& program)
     nc.mode = config.mode;
     nc.max_run = config.max_run;
     nc.claim_by_cas = config.claim_by_cas;
+    nc.scan_writes = config.scan_writes;
     nc.TEST_bug = config.planted_bug;
     nodes_.push_back(std::make_unique<Node>(nc, hosts_[n].get()));
   }
@@ -232,7 +235,7 @@ void World::StepData(Thread& th, const Op& op) {
   const PageId page = piece.addr / config_.page_size;
   SimHost& host = *hosts_[th.node];
 
-  if (!Allows(host.protection(page), access)) {
+  if (!Allows(host.protection(page), access, config_.scan_writes)) {
     th.wake_pending = false;
     calling_ = th.g;
     const Outcome o = nodes_[th.node]->Fault(th.t, page, access);
@@ -241,7 +244,7 @@ void World::StepData(Thread& th, const Op& op) {
     if (!CheckContract()) return;
     if (o == Outcome::kBlocked) {
       Block(th);
-    } else if (!Allows(host.protection(page), access)) {
+    } else if (!Allows(host.protection(page), access, config_.scan_writes)) {
       Fail(Failure::kContract, Where(th) + ": Fault(page " + std::to_string(page) + ", " +
                                    ToString(access) + ") returned kDone but the protection is " +
                                    ToString(host.protection(page)));
@@ -280,6 +283,7 @@ void World::StepData(Thread& th, const Op& op) {
     for (uint32_t i = 0; i < piece.len; ++i) {
       frame[off + i] = static_cast<uint8_t>(value >> (8 * (shift + i)));
     }
+    host.Wrote(page);
     shadow_.Write(op.var, piece.addr, piece.len, value, th.g, th.pc);
     Record(Ev::kWrite, th.g, static_cast<uint32_t>(th.pc), piece.addr, piece.len);
   }
