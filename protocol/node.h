@@ -373,10 +373,12 @@ class Node {
   };
   std::vector<WriteSweep> write_sweeps_;
   // scan_writes: one bit per page armed for FindWritten (UpdateArmed), and
-  // the bounds of the pages ever armed; sized when first used.
+  // one bit per word of those that is not zero (the heap's pages and the
+  // globals' lie far apart); sized when first used.
   std::vector<uint64_t> armed_;
-  PageId armed_lo_ = 0, armed_hi_ = 0;
+  std::vector<uint64_t> armed_words_;
   size_t armed_count_ = 0;
+  bool Armed(PageId p) const { return p / 64 < armed_.size() && (armed_[p / 64] >> (p % 64) & 1); }
   std::vector<PageId> found_;          // FindWrites' scratch
   std::vector<std::unique_ptr<uint8_t[]>> spare_twins_;
   int batching_ = 0;                   // live ProtectionBatch objects

@@ -81,22 +81,20 @@ void Node::SyncProtection(PageId p, Page& pg) {
 void Node::UpdateArmed(PageId p, const Page& pg) {
   if (!config_.scan_writes) return;
   const bool on = pg.prot == Prot::kRead && pg.state == Page::State::kRead;
+  if (on == Armed(p)) return;
   if (armed_.empty()) {
-    if (!on) return;
     armed_.resize((config_.geometry.pages + 63) / 64);
-    armed_lo_ = p;
+    armed_words_.resize((armed_.size() + 63) / 64);
   }
-  uint64_t& word = armed_[p / 64];
-  const uint64_t bit = uint64_t{1} << (p % 64);
-  if (bool(word & bit) == on) return;
-  word ^= bit;
-  if (!on) {
-    armed_count_--;
-    return;
+  const size_t w = p / 64;
+  armed_[w] ^= uint64_t{1} << (p % 64);
+  armed_count_ += on ? 1 : -1;
+  const uint64_t word_bit = uint64_t{1} << (w % 64);
+  if (armed_[w] != 0) {
+    armed_words_[w / 64] |= word_bit;
+  } else {
+    armed_words_[w / 64] &= ~word_bit;
   }
-  armed_count_++;
-  armed_lo_ = std::min(armed_lo_, p);
-  armed_hi_ = std::max(armed_hi_, p + 1);
 }
 
 // One Host::FindWritten per run of armed pages, across gaps of a few pages
@@ -111,19 +109,22 @@ void Node::FindWrites() {
     host_->FindWritten(first, end - first, &found_);
     stats_.write_scans++;
   };
-  for (size_t w = armed_lo_ / 64; w * 64 < armed_hi_; ++w) {
-    for (uint64_t bits = armed_[w]; bits != 0; bits &= bits - 1) {
-      const PageId p = w * 64 + std::countr_zero(bits);
-      if (first == kNoPage || p > end + kGap) {
-        scan();
-        first = p;
+  for (size_t s = 0; s < armed_words_.size(); ++s) {
+    for (uint64_t words = armed_words_[s]; words != 0; words &= words - 1) {
+      const size_t w = s * 64 + std::countr_zero(words);
+      for (uint64_t bits = armed_[w]; bits != 0; bits &= bits - 1) {
+        const PageId p = w * 64 + std::countr_zero(bits);
+        if (first == kNoPage || p > end + kGap) {
+          scan();
+          first = p;
+        }
+        end = p + 1;
       }
-      end = p + 1;
     }
   }
   scan();
   for (PageId p : found_) {
-    if (p / 64 >= armed_.size() || !(armed_[p / 64] >> (p % 64) & 1)) continue;
+    if (!Armed(p)) continue;
     Page& pg = *pages_.at(p);
     NoteWritten(p, pg);
     UpdateArmed(p, pg);
