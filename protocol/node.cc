@@ -126,11 +126,11 @@ void Node::CloseInterval() {
     DiffMessage d{p, interval, {}};
     const size_t page_size = config_.geometry.page_size;
     diff::EncodeResult r =
-        diff::Encode(host_->Frame(p), {pg.twin.get(), page_size}, &d.runs);
+        diff::Encode(host_->Frame(p), {pg.twin, page_size}, &d.runs);
     if (config_.scan_writes && pg.state == Page::State::kRead) {
       // The copy stays twinned: the twin takes the bytes sent, so a write
       // racing with this diff still differs from it at the next look.
-      if (r.runs != 0) (void)diff::Apply(d.runs, {pg.twin.get(), page_size});
+      if (r.runs != 0) (void)diff::Apply(d.runs, {pg.twin, page_size});
     } else {
       DropTwin(pg);
     }

@@ -372,15 +372,25 @@ class Node {
     uint32_t run = 1;
   };
   std::vector<WriteSweep> write_sweeps_;
-  // scan_writes: one bit per page armed for FindWritten (UpdateArmed), and
-  // one bit per word of those that is not zero (the heap's pages and the
-  // globals' lie far apart); sized when first used.
-  std::vector<uint64_t> armed_;
+  // scan_writes: one bit per page armed for FindWritten (UpdateArmed), in
+  // chunks of kArmedChunk words allocated when first used (the heap's pages
+  // and the globals' lie 2^25 pages apart), and one bit per word of those
+  // that is not zero, to find them.
+  static constexpr size_t kArmedChunk = 4096;
+  std::vector<std::unique_ptr<uint64_t[]>> armed_;
   std::vector<uint64_t> armed_words_;
   size_t armed_count_ = 0;
-  bool Armed(PageId p) const { return p / 64 < armed_.size() && (armed_[p / 64] >> (p % 64) & 1); }
+  uint64_t ArmedWord(size_t w) const {
+    return w / kArmedChunk < armed_.size() && armed_[w / kArmedChunk] ? armed_[w / kArmedChunk][w % kArmedChunk] : 0;
+  }
+  bool Armed(PageId p) const { return ArmedWord(p / 64) >> (p % 64) & 1; }
   std::vector<PageId> found_;          // FindWrites' scratch
-  std::vector<std::unique_ptr<uint8_t[]>> spare_twins_;
+  // Twins, allocated kTwinSlab pages at a time and never given back: one
+  // allocation (an mmap, not a heap extension by mprotect) per slab; a
+  // page's twin goes back to spare_twins_ when dropped.
+  static constexpr size_t kTwinSlab = 64;
+  std::vector<std::unique_ptr<uint8_t[]>> twin_slabs_;
+  std::vector<uint8_t*> spare_twins_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;

@@ -82,15 +82,19 @@ void Node::UpdateArmed(PageId p, const Page& pg) {
   if (!config_.scan_writes) return;
   const bool on = pg.prot == Prot::kRead && pg.state == Page::State::kRead;
   if (on == Armed(p)) return;
+  const size_t words = (config_.geometry.pages + 63) / 64;
   if (armed_.empty()) {
-    armed_.resize((config_.geometry.pages + 63) / 64);
-    armed_words_.resize((armed_.size() + 63) / 64);
+    armed_.resize((words + kArmedChunk - 1) / kArmedChunk);
+    armed_words_.resize((words + 63) / 64);
   }
   const size_t w = p / 64;
-  armed_[w] ^= uint64_t{1} << (p % 64);
+  std::unique_ptr<uint64_t[]>& chunk = armed_[w / kArmedChunk];
+  if (!chunk) chunk = std::make_unique<uint64_t[]>(kArmedChunk);
+  uint64_t& word = chunk[w % kArmedChunk];
+  word ^= uint64_t{1} << (p % 64);
   armed_count_ += on ? 1 : -1;
   const uint64_t word_bit = uint64_t{1} << (w % 64);
-  if (armed_[w] != 0) {
+  if (word != 0) {
     armed_words_[w / 64] |= word_bit;
   } else {
     armed_words_[w / 64] &= ~word_bit;
@@ -112,7 +116,7 @@ void Node::FindWrites() {
   for (size_t s = 0; s < armed_words_.size(); ++s) {
     for (uint64_t words = armed_words_[s]; words != 0; words &= words - 1) {
       const size_t w = s * 64 + std::countr_zero(words);
-      for (uint64_t bits = armed_[w]; bits != 0; bits &= bits - 1) {
+      for (uint64_t bits = ArmedWord(w); bits != 0; bits &= bits - 1) {
         const PageId p = w * 64 + std::countr_zero(bits);
         if (first == kNoPage || p > end + kGap) {
           scan();
@@ -139,7 +143,7 @@ void Node::NoteWritten(PageId p, Page& pg) {
 
 void Node::CheckDropped(PageId p, Page& pg) {
   pg.dropped = false;
-  if (std::memcmp(host_->Frame(p).data(), pg.twin.get(), config_.geometry.page_size) == 0) {
+  if (std::memcmp(host_->Frame(p).data(), pg.twin, config_.geometry.page_size) == 0) {
     DropTwin(pg);
     return;
   }
@@ -150,19 +154,21 @@ void Node::CheckDropped(PageId p, Page& pg) {
 
 void Node::MakeTwin(PageId p, Page& pg) {
   const size_t page_size = config_.geometry.page_size;
-  if (!pg.twin && !spare_twins_.empty()) {
-    pg.twin = std::move(spare_twins_.back());
+  if (pg.twin == nullptr) {
+    if (spare_twins_.empty()) {
+      twin_slabs_.push_back(std::make_unique_for_overwrite<uint8_t[]>(kTwinSlab * page_size));
+      for (size_t i = kTwinSlab; i-- > 0;) spare_twins_.push_back(twin_slabs_.back().get() + i * page_size);
+    }
+    pg.twin = spare_twins_.back();
     spare_twins_.pop_back();
   }
-  if (!pg.twin) pg.twin = std::make_unique<uint8_t[]>(page_size);
-  std::memcpy(pg.twin.get(), host_->Frame(p).data(), page_size);
+  std::memcpy(pg.twin, host_->Frame(p).data(), page_size);
   stats_.twins++;
 }
 
 void Node::DropTwin(Page& pg) {
-  constexpr size_t kSpareTwins = 256;
-  if (pg.twin && spare_twins_.size() < kSpareTwins) spare_twins_.push_back(std::move(pg.twin));
-  pg.twin.reset();
+  if (pg.twin != nullptr) spare_twins_.push_back(pg.twin);
+  pg.twin = nullptr;
 }
 
 // One Host::Protect per run of neighbouring pages that end with the same
@@ -621,10 +627,10 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   std::span<uint8_t> frame = host_->Frame(p);
   if (pg.state == Page::State::kWrite && config_.TEST_bug != PlantedBug::kUnsafeFetch) {
     std::vector<diff::Run> runs;
-    diff::FindRuns(data, {pg.twin.get(), page_size}, &runs);
+    diff::FindRuns(data, {pg.twin, page_size}, &runs);
     for (const diff::Run& r : runs) {
       std::memcpy(frame.data() + r.offset, data.data() + r.offset, r.length);
-      std::memcpy(pg.twin.get() + r.offset, data.data() + r.offset, r.length);
+      std::memcpy(pg.twin + r.offset, data.data() + r.offset, r.length);
     }
     stats_.safe_fetches++;
   } else {

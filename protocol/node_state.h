@@ -46,7 +46,7 @@ struct Node::Page {
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
   uint32_t run = 0;        // pages the fetch out from here asked for
   VectorTime need;         // version a copy must have (from applied notices)
-  std::unique_ptr<uint8_t[]> twin;
+  uint8_t* twin = nullptr;  // a page of Node::twin_slabs_ (MakeTwin, DropTwin)
   std::vector<ThreadId> waiters;  // local threads blocked on this page
 
   struct PendingFetch {

@@ -6,7 +6,9 @@
  * the reader re-reads them after each (a barrier between), which costs a
  * fault per page invalidated by main's write notices: prints microseconds
  * per re-read page too, and last the microseconds per page of main's first
- * writes (first touches: under first-touch homes, each claims its home).
+ * writes (first touches: under first-touch homes, each claims its home)
+ * and, with ROUNDS > 0, per page of its rewrites (writes to pages another
+ * node holds: a write fault each, or none when writes are found by scans).
  * Run natively it measures first-touch faults of
  * fresh memory (and re-reads of cached pages). */
 #include <pthread.h>
@@ -18,7 +20,7 @@ enum { kPage = 4096 };
 static int pages = 2000;
 static int rounds = 0;
 static volatile char* buf;
-static double per_fault_us, per_reread_us, per_touch_us;
+static double per_fault_us, per_reread_us, per_touch_us, per_rewrite_us;
 static pthread_barrier_t barrier;
 
 static double now_us(void) {
@@ -65,11 +67,15 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&barrier, NULL, 2);
   pthread_t t;
   pthread_create(&t, NULL, reader, sums);
+  double rewrite = 0;
   for (int r = 1; r <= rounds; r++) {
     pthread_barrier_wait(&barrier);
+    t0 = now_us();
     for (int i = 0; i < pages; i++) buf[(size_t)i * kPage] = (char)(i + r);
+    rewrite += now_us() - t0;
     pthread_barrier_wait(&barrier);
   }
+  if (rounds > 0) per_rewrite_us = rewrite / ((double)rounds * pages);
   pthread_join(t, NULL);
   int ok = 1;
   for (int r = 0; r <= rounds; r++) {
@@ -80,6 +86,7 @@ int main(int argc, char** argv) {
   printf("remote_fault: %d pages, %.2f us per read fault", pages, per_fault_us);
   if (rounds > 0) printf(", %.2f us per re-read page", per_reread_us);
   printf(", %.2f us per home first touch", per_touch_us);
+  if (rounds > 0) printf(", %.2f us per home rewrite", per_rewrite_us);
   printf("%s\n", ok ? "" : " (WRONG DATA)");
   return ok ? 0 : 1;
 }
