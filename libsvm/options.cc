@@ -1,9 +1,11 @@
 #include "libsvm/options.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -63,6 +65,18 @@ Status Bool(const char* var, std::string_view v, bool* out) {
   return Status::Ok();
 }
 
+// One of three names, each for its value.
+template <typename T>
+Status OneOf(const char* var, std::string_view v, T* out, std::array<std::pair<const char*, T>, 3> names) {
+  for (const auto& [name, value] : names) {
+    if (v == name) {
+      *out = value;
+      return Status::Ok();
+    }
+  }
+  return Bad(var, v, std::string(names[0].first) + ", " + names[1].first + " or " + names[2].first);
+}
+
 constexpr Row kTable[] = {
     {"SVM_NODE_ID", "this node's number",
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->node, 0, 4095); }},
@@ -91,11 +105,8 @@ constexpr Row kTable[] = {
      }},
     {"SVM_WRITES", "how writes are found: auto, scan or fault",
      [](const char* k, std::string_view v, Options* o) {
-       if (v == "auto") o->writes = WriteDetection::kAuto;
-       else if (v == "scan") o->writes = WriteDetection::kScan;
-       else if (v == "fault") o->writes = WriteDetection::kFault;
-       else return Bad(k, v, "auto, scan or fault");
-       return Status::Ok();
+       return OneOf(k, v, &o->writes,
+                    {{{"auto", WriteDetection::kAuto}, {"scan", WriteDetection::kScan}, {"fault", WriteDetection::kFault}}});
      }},
     {"SVM_TRANSPORT", "communication layer (tcp, shm, verbs, ofi)",
      [](const char* k, std::string_view v, Options* o) {
@@ -222,11 +233,7 @@ constexpr Row kTable[] = {
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->host_cpus, 0, UINT32_MAX); }},
     {"SVM_SPIN", "waiting threads spin before they sleep: auto (unless the host has more single-thread nodes than CPUs), on, off",
      [](const char* k, std::string_view v, Options* o) {
-       if (v == "auto") o->spin = SpinPolicy::kAuto;
-       else if (v == "on") o->spin = SpinPolicy::kOn;
-       else if (v == "off") o->spin = SpinPolicy::kOff;
-       else return Bad(k, v, "auto, on or off");
-       return Status::Ok();
+       return OneOf(k, v, &o->spin, {{{"auto", SpinPolicy::kAuto}, {"on", SpinPolicy::kOn}, {"off", SpinPolicy::kOff}}});
      }},
     {"SVM_SHOW_STATS", "print counters at exit",
      [](const char* k, std::string_view v, Options* o) { return Bool(k, v, &o->show_stats); }},
