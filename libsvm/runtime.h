@@ -151,6 +151,7 @@ class Runtime final : public Host {
   PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
   void FindWritten(PageId first, size_t count, std::vector<PageId>* written) override;
+  void Populate(std::span<uint8_t> memory) override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
 

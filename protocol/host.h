@@ -53,6 +53,11 @@ class Host {
   // UFFD_FEATURE_WP_ASYNC.)
   virtual void FindWritten(PageId first, size_t count, std::vector<PageId>* written) = 0;
 
+  // Memory the Node is about to use (a slab of twins): the host may commit
+  // it now, in one step, rather than a page fault per page as it is first
+  // written (the runtime: MADV_POPULATE_WRITE). A hint.
+  virtual void Populate(std::span<uint8_t> memory) { (void)memory; }
+
   // Thread t, blocked by an operation that returned Outcome::kBlocked, should
   // retry that operation. A wake may also reach a thread that is not blocked
   // (for instance the caller of the operation that woke it); it must then be

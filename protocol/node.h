@@ -80,6 +80,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -389,7 +390,10 @@ class Node {
   // allocation (an mmap, not a heap extension by mprotect) per slab; a
   // page's twin goes back to spare_twins_ when dropped.
   static constexpr size_t kTwinSlab = 64;
-  std::vector<std::unique_ptr<uint8_t[]>> twin_slabs_;
+  struct SlabFree {
+    void operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t(4096)); }
+  };
+  std::vector<std::unique_ptr<uint8_t, SlabFree>> twin_slabs_;
   std::vector<uint8_t*> spare_twins_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back

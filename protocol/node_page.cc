@@ -156,8 +156,11 @@ void Node::MakeTwin(PageId p, Page& pg) {
   const size_t page_size = config_.geometry.page_size;
   if (pg.twin == nullptr) {
     if (spare_twins_.empty()) {
-      twin_slabs_.push_back(std::make_unique_for_overwrite<uint8_t[]>(kTwinSlab * page_size));
-      for (size_t i = kTwinSlab; i-- > 0;) spare_twins_.push_back(twin_slabs_.back().get() + i * page_size);
+      const size_t bytes = kTwinSlab * page_size;
+      twin_slabs_.emplace_back(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(4096))));
+      uint8_t* slab = twin_slabs_.back().get();
+      host_->Populate({slab, bytes});  // one step, not a fault per twin
+      for (size_t i = kTwinSlab; i-- > 0;) spare_twins_.push_back(slab + i * page_size);
     }
     pg.twin = spare_twins_.back();
     spare_twins_.pop_back();
