@@ -374,17 +374,22 @@ class Node {
   };
   std::vector<WriteSweep> write_sweeps_;
   // scan_writes: one bit per page armed for FindWritten (UpdateArmed), in
-  // chunks of kArmedChunk words allocated when first used (the heap's pages
-  // and the globals' lie 2^25 pages apart), and one bit per word of those
-  // that is not zero, to find them.
-  static constexpr size_t kArmedChunk = 4096;
-  std::vector<std::unique_ptr<uint64_t[]>> armed_;
-  std::vector<uint64_t> armed_words_;
+  // chunks of 256K pages allocated when first used, each with one bit per
+  // word that is not zero; armed_chunks_ lists the chunks there are, in
+  // order. (The region is sparse, up to terabytes, with the globals 2^25
+  // pages up: an interval's end walks only what was ever armed.)
+  struct ArmedChunk {
+    static constexpr size_t kWords = 4096;
+    uint64_t words[kWords] = {};
+    uint64_t nonzero[kWords / 64] = {};
+  };
+  std::vector<std::unique_ptr<ArmedChunk>> armed_;
+  std::vector<size_t> armed_chunks_;
   size_t armed_count_ = 0;
-  uint64_t ArmedWord(size_t w) const {
-    return w / kArmedChunk < armed_.size() && armed_[w / kArmedChunk] ? armed_[w / kArmedChunk][w % kArmedChunk] : 0;
+  bool Armed(PageId p) const {
+    const size_t w = p / 64, c = w / ArmedChunk::kWords;
+    return c < armed_.size() && armed_[c] && (armed_[c]->words[w % ArmedChunk::kWords] >> (p % 64) & 1);
   }
-  bool Armed(PageId p) const { return ArmedWord(p / 64) >> (p % 64) & 1; }
   std::vector<PageId> found_;          // FindWrites' scratch
   // Twins, allocated kTwinSlab pages at a time and never given back: one
   // allocation (an mmap, not a heap extension by mprotect) per slab; a

@@ -82,22 +82,22 @@ void Node::UpdateArmed(PageId p, const Page& pg) {
   if (!config_.scan_writes) return;
   const bool on = pg.prot == Prot::kRead && pg.state == Page::State::kRead;
   if (on == Armed(p)) return;
-  const size_t words = (config_.geometry.pages + 63) / 64;
-  if (armed_.empty()) {
-    armed_.resize((words + kArmedChunk - 1) / kArmedChunk);
-    armed_words_.resize((words + 63) / 64);
+  constexpr size_t kWords = ArmedChunk::kWords;
+  const size_t w = p / 64, c = w / kWords;
+  if (armed_.empty()) armed_.resize(((config_.geometry.pages + 63) / 64 + kWords - 1) / kWords);
+  std::unique_ptr<ArmedChunk>& chunk = armed_[c];
+  if (!chunk) {
+    chunk = std::make_unique<ArmedChunk>();
+    armed_chunks_.insert(std::upper_bound(armed_chunks_.begin(), armed_chunks_.end(), c), c);
   }
-  const size_t w = p / 64;
-  std::unique_ptr<uint64_t[]>& chunk = armed_[w / kArmedChunk];
-  if (!chunk) chunk = std::make_unique<uint64_t[]>(kArmedChunk);
-  uint64_t& word = chunk[w % kArmedChunk];
+  uint64_t& word = chunk->words[w % kWords];
   word ^= uint64_t{1} << (p % 64);
   armed_count_ += on ? 1 : -1;
-  const uint64_t word_bit = uint64_t{1} << (w % 64);
+  const size_t i = w % kWords;
   if (word != 0) {
-    armed_words_[w / 64] |= word_bit;
+    chunk->nonzero[i / 64] |= uint64_t{1} << (i % 64);
   } else {
-    armed_words_[w / 64] &= ~word_bit;
+    chunk->nonzero[i / 64] &= ~(uint64_t{1} << (i % 64));
   }
 }
 
@@ -113,16 +113,19 @@ void Node::FindWrites() {
     host_->FindWritten(first, end - first, &found_);
     stats_.write_scans++;
   };
-  for (size_t s = 0; s < armed_words_.size(); ++s) {
-    for (uint64_t words = armed_words_[s]; words != 0; words &= words - 1) {
-      const size_t w = s * 64 + std::countr_zero(words);
-      for (uint64_t bits = ArmedWord(w); bits != 0; bits &= bits - 1) {
-        const PageId p = w * 64 + std::countr_zero(bits);
-        if (first == kNoPage || p > end + kGap) {
-          scan();
-          first = p;
+  for (size_t c : armed_chunks_) {
+    const ArmedChunk& chunk = *armed_[c];
+    for (size_t s = 0; s < std::size(chunk.nonzero); ++s) {
+      for (uint64_t nonzero = chunk.nonzero[s]; nonzero != 0; nonzero &= nonzero - 1) {
+        const size_t i = s * 64 + std::countr_zero(nonzero);
+        for (uint64_t bits = chunk.words[i]; bits != 0; bits &= bits - 1) {
+          const PageId p = (c * ArmedChunk::kWords + i) * 64 + std::countr_zero(bits);
+          if (first == kNoPage || p > end + kGap) {
+            scan();
+            first = p;
+          }
+          end = p + 1;
         }
-        end = p + 1;
       }
     }
   }
