@@ -101,7 +101,8 @@ void Node::CloseInterval() {
   const IntervalId interval = log_.known()[self] + 1;
   WriteNotice notice{self, interval, {}};
   // Protect every page first (in runs), then diff: a write racing with a
-  // diff must fault and start a fresh twin, not slip in between.
+  // diff must fault and start a fresh twin (scan_writes: be recorded for the
+  // next look), not slip in between.
   {
     ProtectionBatch batch(this);
     for (PageId p : dirty_) {
