@@ -279,16 +279,21 @@ PageId Runtime::FramesEnd(PageId p) {
 
 // A run may cross from one segment into the next, or past the globals' last
 // page into ids no memory backs (the Node maps runs ahead): only the pages
-// that exist are changed.
-void Runtime::Protect(PageId first, size_t count, Prot prot) {
-  stats::Scope timing(stats::Category::kProtect);
+// that exist are visited.
+template <typename Op>
+void Runtime::ForTrappedPages(PageId first, size_t count, Op op) {
   const PageId end = first + count;
   for (auto& s : segments_) {
     const PageId from = std::max(first, s->first), to = std::min(end, s->first + s->pages());
-    if (from >= to || !s->trap) continue;
-    if (int err = s->trap->Protect(from - s->first, to - from, prot); err != 0)
-      Die(s->trap->ProtectStatus(from - s->first, to - from, prot).ToString());
+    if (from < to && s->trap) op(*s, from - s->first, to - from);
   }
+}
+
+void Runtime::Protect(PageId first, size_t count, Prot prot) {
+  stats::Scope timing(stats::Category::kProtect);
+  ForTrappedPages(first, count, [&](Segment& s, PageId from, size_t n) {
+    if (int err = s.trap->Protect(from, n, prot); err != 0) Die(s.trap->ProtectStatus(from, n, prot).ToString());
+  });
 }
 
 void Runtime::Populate(std::span<uint8_t> memory) {
@@ -300,15 +305,13 @@ void Runtime::Populate(std::span<uint8_t> memory) {
 
 void Runtime::FindWritten(PageId first, size_t count, std::vector<PageId>* written) {
   stats::Scope timing(stats::Category::kProtect);
-  const PageId end = first + count;
-  for (auto& s : segments_) {
-    const PageId from = std::max(first, s->first), to = std::min(end, s->first + s->pages());
-    if (from >= to || !s->trap) continue;
+  ForTrappedPages(first, count, [&](Segment& s, PageId from, size_t n) {
     const size_t old = written->size();
-    if (int err = s->trap->FindWritten(from - s->first, to - from, written); err != 0)
-      Die(fmt::format("finding the written pages of [{}, {}): {}", from, to, std::strerror(err)));
-    for (size_t i = old; i < written->size(); ++i) (*written)[i] += s->first;
-  }
+    if (int err = s.trap->FindWritten(from, n, written); err != 0)
+      Die(fmt::format("finding the written pages of [{}, {}): {}", s.first + from, s.first + from + n,
+                      std::strerror(err)));
+    for (size_t i = old; i < written->size(); ++i) (*written)[i] += s.first;
+  });
 }
 
 }  // namespace svm::rt

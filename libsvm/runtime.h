@@ -218,6 +218,10 @@ class Runtime final : public Host {
   ThreadId SlotOfCaller();
   void ReleaseSlotOfCaller();
   Segment& SegmentOf(PageId p);
+  // Calls op(segment, first, count) for the part of pages [first, first +
+  // count) in each trapped segment, with first relative to the segment.
+  template <typename Op>
+  void ForTrappedPages(PageId first, size_t count, Op op);
   // Runs op (a Node call returning Outcome) until kDone, blocking between
   // tries. REQUIRES: lock holds mu_.
   template <typename Op>

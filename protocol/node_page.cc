@@ -62,19 +62,17 @@ void Node::SyncProtection(PageId p, Page& pg) {
   if (config_.scan_writes && want == Prot::kNone && pg.prot == Prot::kRead &&
       pg.home == config_.self && pg.state == Page::State::kRead)
     NoteWritten(p, pg);
-  if (want == pg.prot) {
-    UpdateArmed(p, pg);
-    if (pg.dropped && want == Prot::kNone) CheckDropped(p, pg);
-    return;
-  }
+  const bool changed = want != pg.prot;
   pg.prot = want;
   UpdateArmed(p, pg);
-  if (batching_ > 0) {
-    batch_.push_back(p);
-    return;
+  if (changed) {
+    if (batching_ > 0) {  // a dropped copy is checked by FlushProtections
+      batch_.push_back(p);
+      return;
+    }
+    host_->Protect(p, 1, want);
+    stats_.protections++;
   }
-  host_->Protect(p, 1, want);
-  stats_.protections++;
   if (pg.dropped && want == Prot::kNone) CheckDropped(p, pg);
 }
 
