@@ -137,6 +137,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["protections"] = s.protections;
   j["pages_fetched"] = s.pages_fetched;
   j["pages_ahead"] = s.pages_ahead;
+  j["pages_strided"] = s.pages_strided;
   j["ahead_used"] = s.ahead_used;
   j["ahead_unused"] = s.ahead_unused;
   j["untracked_pages"] = s.untracked_pages;
@@ -367,14 +368,14 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
 
 std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
-      "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead: {} used, {} "
+      "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead ({} strided): {} used, {} "
       "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
       "collected), protections {}, home pages untracked {} (tracked later {}), written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
-      s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
+      s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
       s.protections, s.untracked_pages, s.tracked_pages, s.pages_written_ahead,
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,

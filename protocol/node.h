@@ -278,6 +278,9 @@ class Node {
   void TrackMarked();
   // Pages to fetch from p on: 1, or a run after a sequential fault.
   uint32_t RunFrom(ThreadId t, PageId p, const Page& pg);
+  // After a fault that fetches p alone: if t's faults keep a stride, the
+  // pages further along it with p's home, each its own fetch.
+  void FetchStrided(ThreadId t, PageId p, const Page& pg);
   NodeId KnownHome(PageId q) const;
   void RequestPage(PageId p, Page& pg, uint32_t count = 1);
   // A page fetched ahead went unused: smaller runs from now on.
@@ -362,6 +365,17 @@ class Node {
   // Per local thread: the page its sweep faults on next if it is one (the
   // end of its last fetch, or the page after the last page ahead it reached).
   std::vector<PageId> sweep_next_;
+  // Per local thread: its strided scan (a column of a row-major matrix):
+  // the last page it fetched on a fault, the distance from the one before,
+  // and the last page fetched (or passed) along that stride since.
+  struct StrideTrail {
+    PageId last = 0;
+    PageId stride = 0;
+    PageId reach = 0;
+  };
+  std::vector<StrideTrail> strides_;
+  // Longest stride followed: 512 pages, 2 MiB rows.
+  static constexpr PageId kMaxStride = 512;
   // Per local thread: the page whose fault it waits for (kNoPage: none). A
   // blocked fault is asked again once woken; it counts once.
   std::vector<PageId> blocked_on_;

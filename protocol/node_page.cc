@@ -370,14 +370,19 @@ void Node::WriteAhead(ThreadId t, PageId p) {
 
 Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
   if (pg.state == Page::State::kInvalid || pg.stale) {
-    if (!pg.fetching) RequestPage(p, pg, pg.stale ? 1 : RunFrom(t, p, pg));
+    if (!pg.fetching) {
+      const uint32_t run = pg.stale ? 1 : RunFrom(t, p, pg);
+      RequestPage(p, pg, run);
+      if (run == 1 && !pg.stale) FetchStrided(t, p, pg);
+    }
     pg.waiters.push_back(t);
     return Outcome::kBlocked;
   }
   if (pg.watched) {
     pg.watched = false;
     stats_.ahead_used++;
-    sweep_next_[t] = p + 1;  // the sweep reached the end of its run
+    // The sweep reached the end of its run (a stride's goes on from its trail).
+    if (p != strides_[t].reach) sweep_next_[t] = p + 1;
   }
   if (a == Access::kWrite && pg.state == Page::State::kRead) {
     if (!pg.twin) MakeTwin(p, pg);  // scan_writes: made on arrival
@@ -409,6 +414,46 @@ uint32_t Node::RunFrom(ThreadId t, PageId p, const Page& pg) {
   }
   sweep_next_[t] = p + n;
   return n;
+}
+
+// A strided scan: thread t faults on a page a whole number of strides past
+// its last fetching fault, no further than one stride past what it fetched
+// along them since (the faults in between were mapped ahead, or claims).
+// Then the next pages along the stride with p's home that are not here come
+// along, up to run_ - 1 of them, each its own fetch (so each waits for its
+// own version at the home); the last is watched, as a run's last page is.
+// Pages of unknown home are passed over, never claimed ahead: they fault.
+void Node::FetchStrided(ThreadId t, PageId p, const Page& pg) {
+  StrideTrail& s = strides_[t];
+  const bool along = config_.max_run > 1 && s.stride > 1 && p > s.last && (p - s.last) % s.stride == 0 &&
+                     p <= s.reach + s.stride;
+  if (!along) {
+    s.stride = p > s.last && p - s.last <= kMaxStride ? p - s.last : 0;
+    s = {p, s.stride, p};
+    return;
+  }
+  run_ = std::min(2 * run_, config_.max_run);
+  const PageId end = std::min<PageId>(host_->FramesEnd(p), config_.geometry.pages);
+  Page* last = nullptr;
+  uint32_t n = 0;
+  PageId q = p + s.stride;
+  for (uint32_t step = 0; n + 1 < run_ && step < 2 * run_ && q < end; ++step, q += s.stride) {
+    const NodeId home = KnownHome(q);
+    if (home == kNoNode) continue;
+    if (home != pg.home) break;
+    Page& next = PageEntry(q);
+    if (next.state != Page::State::kInvalid || next.fetching || next.claiming) continue;
+    next.home = home;
+    next.strided = Ahead::kMapped;
+    RequestPage(q, next);
+    last = &next;
+    ++n;
+  }
+  if (last) last->strided = Ahead::kWatched;
+  stats_.pages_ahead += n;
+  stats_.pages_strided += n;
+  s.last = p;
+  s.reach = q - s.stride;
 }
 
 // q's home as far as this node knows without asking (kNoNode: it does not).
@@ -598,7 +643,7 @@ Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> v
     Page& q = i == 0 ? pg : *pages_.at(first + i);
     // The last page ahead is watched: whether the sweep reaches it says
     // whether the run was worth it.
-    const Ahead ahead = i == 0 ? Ahead::kNo : i + 1 == run ? Ahead::kWatched : Ahead::kMapped;
+    const Ahead ahead = i == 0 ? std::exchange(q.strided, Ahead::kNo) : i + 1 == run ? Ahead::kWatched : Ahead::kMapped;
     if (i < versions.size()) {
       InstallPage(first + i, q, versions[i], data.subspan(i * page_size, page_size), ahead);
     } else {

@@ -45,6 +45,7 @@ struct Node::Page {
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
   uint32_t run = 0;        // pages the fetch out from here asked for
+  Ahead strided = Ahead::kNo;  // the fetch out is one along a stride
   VectorTime need;         // version a copy must have (from applied notices)
   uint8_t* twin = nullptr;  // a page of Node::twin_slabs_ (MakeTwin, DropTwin)
   std::vector<ThreadId> waiters;  // local threads blocked on this page

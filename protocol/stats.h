@@ -21,6 +21,7 @@ struct NodeStats {
   uint64_t fetches = 0;         // page requests sent (rf: remote reads included)
   uint64_t pages_fetched = 0;   // pages that arrived (a run counts each)
   uint64_t pages_ahead = 0;     // ... of which fetched ahead of a fault
+  uint64_t pages_strided = 0;   // ... of those, along a thread's stride
   uint64_t ahead_used = 0;      // pages fetched ahead and touched here
   uint64_t ahead_unused = 0;    // ... and dropped untouched
   uint64_t pages_written_ahead = 0;  // tracked home pages opened for writing ahead of a fault

@@ -302,13 +302,13 @@ std::string FormatStatsSummary(const json& m) {
 
   const json& c = m["counters"];
   snprintf(line, sizeof(line),
-           "  faults %llu read / %llu write; fetches %llu (retries %llu; pages %llu, %llu ahead: %llu used, "
+           "  faults %llu read / %llu write; fetches %llu (retries %llu; pages %llu, %llu ahead (%llu strided): %llu used, "
            "%llu unused); twins %llu; writes found by scans %llu (%llu scans); diffs %llu (%s, %llu "
            "runs); invalidations %llu\n",
            (unsigned long long)U(c, "read_faults"), (unsigned long long)U(c, "write_faults"),
            (unsigned long long)U(c, "fetches"), (unsigned long long)U(c, "fetch_retries"),
            (unsigned long long)U(c, "pages_fetched"), (unsigned long long)U(c, "pages_ahead"),
-           (unsigned long long)U(c, "ahead_used"), (unsigned long long)U(c, "ahead_unused"),
+           (unsigned long long)U(c, "pages_strided"),           (unsigned long long)U(c, "ahead_used"), (unsigned long long)U(c, "ahead_unused"),
            (unsigned long long)U(c, "twins"), (unsigned long long)U(c, "pages_found_written"),
            (unsigned long long)U(c, "write_scans"), (unsigned long long)U(c, "diffs"),
            Bytes(U(c, "diff_bytes")).c_str(), (unsigned long long)U(c, "diff_runs"),

@@ -384,8 +384,9 @@ TEST(NodeTest, ScanWritesHomePageUnmappedForDiffsCountsAsWritten) {
 }
 
 // A strided scan is no sweep, though the page before each fault is held here
-// (from an earlier pass): each fault fetches its own page only. fft's
-// transposes read one page in four this way; runs fetched 3 a fault, 2 unused.
+// (from an earlier pass): no run after it (fft's transposes read one page in
+// four this way; runs fetched 3 a fault, 2 unused), and two faults at a
+// distance are no stride yet.
 TEST(NodeTest, StridedScanOverAnEarlierPassFetchesNoRuns) {
   Cluster c(2, 1, HomePolicy::kBlock, 8);  // node 1 is home of pages 8..15
   for (PageId p : {8, 12}) EXPECT_EQ(c.Read(0, 0, p, 0), 0);
@@ -394,6 +395,52 @@ TEST(NodeTest, StridedScanOverAnEarlierPassFetchesNoRuns) {
   EXPECT_EQ(c.node(0).stats().fetches, 4u);
   EXPECT_EQ(c.host(0).prot(10), Prot::kNone);
   EXPECT_EQ(c.host(0).prot(14), Prot::kNone);
+}
+
+// A scan at a stride: from its third fault in step the next pages along the
+// stride come too, each its own fetch, the last watched; more the next
+// time. The pages carry what their home wrote before the barrier.
+TEST(NodeTest, StridedFaultsFetchThePagesAlongTheStride) {
+  Cluster c(2, 1, HomePolicy::kCyclic, 8);  // odd pages are node 1's
+  for (PageId p = 1; p < 16; p += 2) c.Write(1, 0, p, 0, uint8_t(p));
+  c.BarrierAll(1, 1);
+  for (PageId p : {1, 3, 5}) EXPECT_EQ(c.Read(0, 0, p, 0), p);
+  EXPECT_EQ(c.node(0).stats().pages_strided, 1u);  // 7
+  EXPECT_EQ(c.host(0).prot(7), Prot::kNone);      // watched
+  size_t sent = c.sent;
+  EXPECT_EQ(c.Read(0, 0, 7, 0), 7);
+  EXPECT_EQ(c.sent, sent);  // a local fault
+  EXPECT_EQ(c.node(0).stats().ahead_used, 1u);
+  EXPECT_EQ(c.Read(0, 0, 9, 0), 9);  // 11, 13, 15 come along
+  EXPECT_EQ(c.node(0).stats().pages_strided, 4u);
+  EXPECT_EQ(c.node(0).stats().pages_ahead, 4u);
+  EXPECT_EQ(c.node(0).stats().fetches, 8u);  // one each
+  sent = c.sent;
+  for (PageId p : {11, 13, 15}) EXPECT_EQ(c.Read(0, 0, p, 0), p) << p;
+  EXPECT_EQ(c.sent, sent);
+  EXPECT_EQ(c.node(0).stats().ahead_used, 2u);  // 15, watched
+  EXPECT_EQ(c.node(0).stats().read_faults, 6u);  // 1, 3, 5, 7, 9, 15
+}
+
+// A page fetched along a stride waits at the home for the version its own
+// notices demand, as a fault's fetch does.
+TEST(NodeTest, StridedFetchWaitsForItsOwnVersion) {
+  Cluster c(3, 1, HomePolicy::kCyclic, 8);  // pages 2, 5, 8, 11, 14 are node 2's
+  c.Write(1, 0, 11, 0, 7);
+  c.Hold(1, 2);        // node 1's diff of 11 stays on the way to its home
+  c.BarrierAll(1, 1);  // node 0 holds a notice for 11
+  for (PageId p : {2, 5, 8}) EXPECT_EQ(c.Read(0, 0, p, 0), 0);
+  EXPECT_EQ(c.node(0).stats().pages_strided, 1u);  // 11, asked for
+  const uint64_t fetched = c.node(0).stats().pages_fetched;
+  c.Drain();
+  EXPECT_EQ(c.node(0).stats().pages_fetched, fetched);  // the home waits for the diff
+  c.Unhold(1, 2);
+  c.Drain();
+  EXPECT_EQ(c.node(0).stats().pages_fetched, fetched + 1);
+  const size_t sent = c.sent;
+  EXPECT_EQ(c.Read(0, 0, 11, 0), 7);
+  EXPECT_EQ(c.sent, sent);
+  EXPECT_EQ(c.node(0).stats().fetch_retries, 0u);
 }
 
 // Sweeps are followed per thread: two threads of a node sweeping different

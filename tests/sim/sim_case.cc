@@ -334,13 +334,14 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (33 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (34 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
   a->fetches += b.fetches;
   a->pages_fetched += b.pages_fetched;
   a->pages_ahead += b.pages_ahead;
+  a->pages_strided += b.pages_strided;
   a->ahead_used += b.ahead_used;
   a->ahead_unused += b.ahead_unused;
   a->write_scans += b.write_scans;

@@ -83,13 +83,13 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "%s: %" PRIu64 " cases in %.1f s: %" PRIu64 " steps, %" PRIu64 " reads checked; faults %" PRIu64
-      ", fetches %" PRIu64 " (safe %" PRIu64 "; pages ahead %" PRIu64 ": used %" PRIu64
+      ", fetches %" PRIu64 " (safe %" PRIu64 "; pages ahead %" PRIu64 " (strided %" PRIu64 "): used %" PRIu64
       ", unused %" PRIu64 "), home pages written ahead %" PRIu64 ", found written by scans %" PRIu64 ", diffs %" PRIu64 ", acquires local/remote %" PRIu64
       "/%" PRIu64 ", barriers %" PRIu64 ", messages %" PRIu64 "; remote reads %" PRIu64
       ", direct diffs %" PRIu64 ", notices deposited/taken %" PRIu64 "/%" PRIu64
       ", NIC locks %" PRIu64 ", home claims %" PRIu64 ", polls %" PRIu64 "\n",
       ToString(mode), cases, secs, steps, reads, sum.read_faults + sum.write_faults, sum.fetches, sum.safe_fetches,
-      sum.pages_ahead, sum.ahead_used, sum.ahead_unused, sum.pages_written_ahead, sum.pages_found_written, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
+      sum.pages_ahead, sum.pages_strided, sum.ahead_used, sum.ahead_unused, sum.pages_written_ahead, sum.pages_found_written, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
       sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks, sum.home_claims,
       sum.polls);
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"
