@@ -263,6 +263,8 @@ class Node {
     Node* n_;
   };
   void FlushProtections();
+  bool Unmapped(PageId first, PageId end) const;
+  static constexpr PageId kUnmappedGap = 16;
   // Whether another node marked home page p as held (Host::SharedMark).
   bool Marked(PageId p) const;
   void Mark(PageId p);

@@ -177,15 +177,19 @@ void Node::DropTwin(Page& pg) {
 
 // One Host::Protect per run of neighbouring pages that end with the same
 // protection; a page changed twice in the batch keeps its last change (its
-// Page::prot). Sorts in place: a fault's install allocates nothing here.
+// Page::prot). Pages unmapped go in runs across gaps of a few pages that are
+// unmapped already (copies fetched along a stride are dropped one in every
+// few pages). Sorts in place: a fault's install allocates nothing here.
 void Node::FlushProtections() {
   std::sort(batch_.begin(), batch_.end());
   batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
   for (size_t i = 0; i < batch_.size();) {
     const Prot prot = pages_.at(batch_[i])->prot;
     size_t j = i + 1;
-    while (j < batch_.size() && batch_[j] == batch_[j - 1] + 1 && pages_.at(batch_[j])->prot == prot) ++j;
-    host_->Protect(batch_[i], j - i, prot);
+    while (j < batch_.size() && pages_.at(batch_[j])->prot == prot &&
+           (batch_[j] == batch_[j - 1] + 1 || (prot == Prot::kNone && Unmapped(batch_[j - 1] + 1, batch_[j]))))
+      ++j;
+    host_->Protect(batch_[i], batch_[j - 1] + 1 - batch_[i], prot);
     stats_.protections++;
     i = j;
   }
@@ -194,6 +198,17 @@ void Node::FlushProtections() {
     if (pg.dropped && pg.prot == Prot::kNone) CheckDropped(p, pg);
   }
   batch_.clear();
+}
+
+// Whether [first, end) is a short gap of pages unmapped here (never touched,
+// or kNone).
+bool Node::Unmapped(PageId first, PageId end) const {
+  if (end - first > kUnmappedGap) return false;
+  for (PageId q = first; q < end; ++q) {
+    auto it = pages_.find(q);
+    if (it != pages_.end() && it->second->prot != Prot::kNone) return false;
+  }
+  return true;
 }
 
 bool Node::Marked(PageId p) const {

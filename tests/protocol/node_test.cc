@@ -662,6 +662,27 @@ TEST(NodeTest, ProtectionChangesGoInRuns) {
   }
 }
 
+// Copies one page in every few (fetched along a stride) are dropped in one
+// go across the pages between them that are not mapped here; a mapped page
+// between them breaks the run.
+TEST(NodeTest, DroppedCopiesGoInRunsAcrossUnmappedGaps) {
+  Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7
+  for (PageId p : {0, 3, 6}) EXPECT_EQ(c.Read(1, 0, p, 0), 0);
+  for (PageId p : {0, 3, 6}) c.Write(0, 0, p, 0, 1);
+  int before = c.host(1).protect_calls;
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.host(1).protect_calls - before, 1);
+  for (PageId p = 0; p < 8; ++p) EXPECT_EQ(c.host(1).prot(p), Prot::kNone) << p;
+  for (PageId p : {0, 3, 6}) EXPECT_EQ(c.Read(1, 0, p, 0), 1);
+  EXPECT_EQ(c.Read(1, 0, 4, 0), 0);  // mapped, not written
+  for (PageId p : {0, 3, 6}) c.Write(0, 0, p, 0, 2);
+  before = c.host(1).protect_calls;
+  c.BarrierAll(2, 1);
+  EXPECT_EQ(c.host(1).protect_calls - before, 2);  // 0 to 3, then 6
+  EXPECT_EQ(c.host(1).prot(4), Prot::kRead);
+  for (PageId p : {0, 3, 6}) EXPECT_EQ(c.Read(1, 0, p, 0), 2);
+}
+
 TEST(NodeTest, MalformedMessagesAreRejected) {
   Cluster c(2, 1);
   std::vector<uint8_t> junk(40, 0xab);
