@@ -184,6 +184,7 @@ void Runtime::OnFault(PageId p, Access a) {
       lock, t,
       [&] {
         stats::NodeCall call(node_->stats());
+        PostBatch posts(this);
         return node_->Fault(t, p, a);
       },
       kFaultSpinNs);

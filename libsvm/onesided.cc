@@ -143,6 +143,30 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
     wr.signaled = false;
   }
   wrs.back().signaled = true;
+  // Only reads of pages wait: their gather lists live in the op (others'
+  // are on their callers' stacks).
+  if (batching_posts_ > 0 && op->kind == OneSided::Kind::kReadPage) {
+    batched_posts_.insert(batched_posts_.end(), wrs.begin(), wrs.end());
+  } else {
+    PostNow(wrs);
+  }
+  if (spare_nodes_.empty()) {
+    os_ops_.emplace(id, std::move(op));
+    return;
+  }
+  auto node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = id;
+  node.mapped() = std::move(op);
+  os_ops_.insert(std::move(node));
+}
+
+void Runtime::FlushPosts() {
+  PostNow(batched_posts_);
+  batched_posts_.clear();
+}
+
+void Runtime::PostNow(std::span<nic::WorkRequest> wrs) {
   // The NIC takes at most kMaxOutstanding requests in flight: post in slices
   // and wait for room (it frees slots as responses arrive, whoever polls).
   constexpr size_t kSlice = 256;
@@ -158,15 +182,6 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
                                 st.ToString()));
     }
   }
-  if (spare_nodes_.empty()) {
-    os_ops_.emplace(id, std::move(op));
-    return;
-  }
-  auto node = std::move(spare_nodes_.back());
-  spare_nodes_.pop_back();
-  node.key() = id;
-  node.mapped() = std::move(op);
-  os_ops_.insert(std::move(node));
 }
 
 // Most operations and map nodes kept for reuse.
@@ -212,7 +227,10 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark
   op->buf.resize(size_t(count) * (vbytes + (into_frames ? 0 : page)));
   uint8_t* data = into_frames ? Frame(first).data() : op->buf.data() + count * vbytes;
   const auto [region, offset] = FrameAt(first);
-  nic::Sge v{op->buf.data(), count * vbytes}, d{data, count * page};
+  nic::Sge& v = op->sges[0];
+  nic::Sge& d = op->sges[1];
+  v = {op->buf.data(), count * vbytes};
+  d = {data, count * page};
   // The marks before the reads (a peer executes one pair's requests in
   // order): a home write a copy misses is in a notice.
   nic::WorkRequest wrs[kMaxPageRun + 2];

@@ -258,6 +258,24 @@ class Runtime final : public Host {
   std::unique_ptr<OneSided> NewOp(uint8_t kind);
   void RecycleOp(std::unique_ptr<OneSided> op);
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
+  // While one lives, PostOneSided gathers the requests; the last to go posts
+  // them together (a fault's fetches along a stride: one send per peer on
+  // tcp, not one per page). REQUIRES: mu_ held over its life.
+  class PostBatch {
+   public:
+    explicit PostBatch(Runtime* r) : r_(r) { ++r_->batching_posts_; }
+    ~PostBatch() {
+      if (--r_->batching_posts_ == 0 && !r_->batched_posts_.empty()) r_->FlushPosts();
+    }
+    PostBatch(const PostBatch&) = delete;
+    PostBatch& operator=(const PostBatch&) = delete;
+
+   private:
+    Runtime* r_;
+  };
+  void FlushPosts();
+  // Posts wrs in slices the NIC takes, waiting for room. REQUIRES: mu_ held.
+  void PostNow(std::span<nic::WorkRequest> wrs);
   void PostLockClaim(std::unique_ptr<OneSided> op);
   void PostTailSwap(std::unique_ptr<OneSided> op);
   // Whether a CPU atomic on an exported word here is atomic with the CAS
@@ -338,6 +356,8 @@ class Runtime final : public Host {
   uint32_t slots_used_ = 0;  // GUARDED_BY(mu_)
   std::vector<ThreadId> free_slots_;  // GUARDED_BY(mu_)
   uint64_t next_wr_ = 1;     // GUARDED_BY(mu_)
+  int batching_posts_ = 0;   // GUARDED_BY(mu_): PostBatch objects alive
+  std::vector<nic::WorkRequest> batched_posts_;  // GUARDED_BY(mu_)
   // SEND buffers until their completion, by slot (the wr_id); the storage
   // of completed ones is kept for later sends (SendBuffer). GUARDED_BY(mu_).
   std::vector<std::vector<uint8_t>> in_flight_;

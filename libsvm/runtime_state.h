@@ -61,6 +61,7 @@ struct Runtime::OneSided {
   uint32_t probes = 0;
   uint64_t expected = 0;  // kTailSwap: the word's value the CAS expects
   std::vector<uint8_t> buf;
+  nic::Sge sges[2] = {};  // kReadPage: where the versions and the pages land
   IntervalId interval = 0;
 };
 
