@@ -142,9 +142,9 @@ const OptionSpec kTable[] = {
              ->check(Pages(0, "a non-zero multiple of 4K", /*zero_ok=*/true))
              ->type_name("SIZE|auto"))},
     {"--home", "SVM_HOME", "first-touch", "home placement of pages", false, ADD(CHOICE(kHomes, home))},
-    {"--page-run", "SVM_PAGE_RUN", "16",
+    {"--page-run", "SVM_PAGE_RUN", "64",
      "most pages a remote fault fetches at once: the pages after it with the same home, once faults look "
-     "sequential (the run adapts below this); 1: one page a fault",
+     "sequential or strided (the run adapts below this); 1: one page a fault",
      false, ADD(OPT(page_run)->check(CLI::Range(1, 64))->type_name("PAGES"))},
     {"--stats", "SVM_STATS", "", "write statistics as JSON to FILE", false,
      ADD(OPT(stats)->type_name("FILE"))},
