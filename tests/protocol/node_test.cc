@@ -383,6 +383,23 @@ TEST(NodeTest, ScanWritesHomePageUnmappedForDiffsCountsAsWritten) {
   c.node(2).Release(0, l);
 }
 
+// The home serves a run's pages ahead as they are: one older than the
+// requester's notices demand is dropped on arrival, and fetched again, with
+// the writer's diff, when a thread touches it.
+TEST(NodeTest, PageAheadTooOldIsDroppedAndFetchedAgain) {
+  Cluster c(3, 1, HomePolicy::kBlock, 8);  // node 1 is home of pages 6..11
+  c.Write(2, 0, 10, 0, 7);
+  c.Hold(2, 1);        // node 2's diff of 10 stays on the way to its home
+  c.BarrierAll(1, 1);  // node 0 holds a notice for 10
+  for (PageId p : {6, 7, 8}) EXPECT_EQ(c.Read(0, 0, p, 0), 0);
+  EXPECT_EQ(c.Read(0, 0, 9, 0), 0);  // a run: 9, 10 (too old), 11
+  EXPECT_EQ(c.node(0).stats().ahead_unused, 1u);
+  EXPECT_EQ(c.host(0).prot(10), Prot::kNone);
+  c.Unhold(2, 1);
+  c.Drain();
+  EXPECT_EQ(c.Read(0, 0, 10, 0), 7);
+}
+
 // A strided scan is no sweep, though the page before each fault is held here
 // (from an earlier pass): no run after it (fft's transposes read one page in
 // four this way; runs fetched 3 a fault, 2 unused), and two faults at a

@@ -269,6 +269,15 @@ void Generator::Phase(uint32_t phase) {
         actions.push_back([this, g, v] { b_.Read(g, v); });
       }
     }
+    // A scan: the read-only variables in address order, so faults come in
+    // page order, in steps or strides (page runs, Node::FetchStrided).
+    if (read_only.size() >= 3 && Chance(300)) {
+      std::vector<uint32_t> scan = read_only;
+      std::sort(scan.begin(), scan.end());
+      actions.push_back([this, g, scan] {
+        for (uint32_t v : scan) b_.Read(g, v);
+      });
+    }
     std::shuffle(actions.begin(), actions.end(), rng_);
     for (auto& action : actions) action();
   }

@@ -30,7 +30,7 @@ uint64_t Mix(uint64_t z) {
 // Case i of a shard: every parameter follows from (shard, i), so the list of
 // cases is fixed; threads and home policy cycle so each combination is run.
 CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, uint64_t i,
-                     Mode mode) {
+                     Mode mode, bool wide) {
   const uint64_t h = Mix(shard_base + i);
   CaseConfig c;
   c.mode = mode;
@@ -58,19 +58,25 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
       c.delayed.push_back({from, to});
     }
   }
+  // Wide: more pages and longer runs, so scans fault in strides and pages
+  // come along them (Node::FetchStrided).
+  if (wide) {
+    c.pages = 12 + h % 13;
+    c.max_run = 4u << ((h >> 44) % 2);
+  }
   c.seed = shard_base + i;
   return c;
 }
 
 void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_base,
-           Mode mode = Mode::kBase) {
+           Mode mode = Mode::kBase, bool wide = false) {
   cases = Scaled(cases);
   const auto start = std::chrono::steady_clock::now();
   uint64_t failures = 0, steps = 0, reads = 0;
   NodeStats sum;
   std::string replay;
   for (uint64_t i = 0; i < cases; ++i) {
-    const CaseConfig c = SweepCase(nodes, shard_base, i, mode);
+    const CaseConfig c = SweepCase(nodes, shard_base, i, mode, wide);
     const CaseResult r = RunCase(c);
     steps += r.steps;
     reads += r.reads_checked;
@@ -92,6 +98,7 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
       sum.pages_ahead, sum.pages_strided, sum.ahead_used, sum.ahead_unused, sum.pages_written_ahead, sum.pages_found_written, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
       sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks, sum.home_claims,
       sum.polls);
+  if (wide && cases >= 100) EXPECT_GT(sum.pages_strided, 0u) << "no page came along a stride";
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"
                           << replay;
 }
@@ -113,6 +120,11 @@ TEST(SimSweepDd, Nodes2To4) { Sweep({2, 3, 4}, 1500, 302'000'000, Mode::kDd); }
 TEST(SimSweepDd, Nodes5To16) { Sweep({5, 6, 9, 12, 16}, 900, 305'000'000, Mode::kDd); }
 TEST(SimSweepNil, Nodes2To4) { Sweep({2, 3, 4}, 1500, 402'000'000, Mode::kNil); }
 TEST(SimSweepNil, Nodes5To16) { Sweep({5, 7, 8, 13, 16}, 900, 405'000'000, Mode::kNil); }
+
+// Wide cases (12..24 pages, runs of 4 or 8): strided fetches in base (by
+// messages) and rf (by remote reads, first-touch claims by CAS).
+TEST(SimSweepWide, Base) { Sweep({2, 3, 4}, 500, 502'000'000, Mode::kBase, true); }
+TEST(SimSweepWide, Rf) { Sweep({2, 3, 4}, 500, 602'000'000, Mode::kRf, true); }
 
 }  // namespace
 }  // namespace svm::sim
