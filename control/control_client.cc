@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 #include "control/frame.h"
@@ -47,6 +49,8 @@ Status ControlConfig::FromEnv(ControlConfig* out) {
     if (end == lt || *end != '\0' || !(secs >= 0) || secs > 1e7)
       return Status::InvalidArgument(std::string("SVM_LIVENESS_TIMEOUT='") + lt + "' is not a number of seconds");
     c.liveness_ms = int64_t(secs * 1000);
+    // A node cut off from svmrun before it joins ends within the timeout too.
+    if (c.liveness_ms > 0) c.connect_timeout_ms = std::clamp(c.liveness_ms, kMinConnectMs, c.connect_timeout_ms);
   }
   if (const char* seal = std::getenv("SVM_SEAL"); seal != nullptr) c.seal = std::string_view(seal) == "1";
   uint32_t key_fd = UINT32_MAX;
@@ -78,14 +82,21 @@ Status ControlClient::Rendezvous(const ControlConfig& cfg, std::string my_nic_ad
   cfg_ = cfg;
   std::string where = cfg.control_host + ":" + std::to_string(cfg.control_port);
   UniqueFd fd;
+  auto silent = [&](const Status& s) {
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%.3g", double(cfg.connect_timeout_ms) / 1000);
+    return Status::Timeout("svmrun's control socket " + where + " did not answer within " + secs +
+                           " s (cut off?): " + std::string(s.message()));
+  };
   Status s = Connect(cfg.control_host, cfg.control_port, NowMs() + cfg.connect_timeout_ms, &fd);
+  if (s.code() == Status::Code::kTimeout) return silent(s);
   if (!s.ok()) return s;
   AuthResult auth;
   if (s = Authenticate(fd.get(), cfg.key, AuthRole::kClient, NowMs() + cfg.connect_timeout_ms, cfg.seal, &auth);
-      !s.ok())
-    return s.code() == Status::Code::kAuthFailed
-               ? Status::AuthFailed("control " + where + ": " + s.message())
-               : s;
+      !s.ok()) {
+    if (s.code() == Status::Code::kAuthFailed) return Status::AuthFailed("control " + where + ": " + s.message());
+    return s.code() == Status::Code::kTimeout ? silent(s) : s;
+  }
   if (auth.sealed) {
     if (s = Seal::Make(auth.session, AuthRole::kClient, &seal_); !s.ok()) return s;
   }

@@ -40,6 +40,10 @@ inline constexpr int kLostSvmrunStatus = 255;
 // svmrun pings only once every host of the job has started: until the first
 // PING the silence allowed is this much longer.
 inline constexpr int64_t kFirstPingGraceMs = 30000;
+// A node's connection to svmrun (connect and handshake) waits at most the
+// liveness timeout, but never less than this: a loaded host may take
+// seconds to accept.
+inline constexpr int64_t kMinConnectMs = 5000;
 
 struct ControlConfig {
   uint32_t node_id = 0;
@@ -48,7 +52,7 @@ struct ControlConfig {
   uint16_t control_port = 0;
   Key key{};                 // the job key
   uint32_t epoch = 0;        // SVM_JOB_EPOCH
-  int64_t connect_timeout_ms = 30000;
+  int64_t connect_timeout_ms = 30000;  // FromEnv: the liveness timeout, kMinConnectMs at least
   int64_t rendezvous_timeout_ms = 0;  // 0: wait for PEERS until TERMINATE or a drop
   // svmrun pings; silence this long (from the connection on, rendezvous
   // included) means svmrun is stopped or cut off: after PEERS the process

@@ -286,6 +286,55 @@ TEST(Launch, HelpAndVersion) {
 
 // A client with the wrong key gets nothing from the job: neither the control
 // socket (no PEERS, no way in) nor a node's NIC (not a byte of memory).
+// Issue 18: a node cut off from svmrun before it joins gives up within the
+// liveness timeout (at least kMinConnectMs), not a fixed 30 s.
+TEST(Control, ConnectWaitsTheLivenessTimeoutAtMost) {
+  char dir[] = "/tmp/svm-control-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string key_file = std::string(dir) + "/key";
+  svmd::Key key;
+  ASSERT_TRUE(svmd::GenerateKey(&key).ok());
+  ASSERT_TRUE(svmd::WriteKeyFile(key_file, key).ok());
+  setenv("SVM_NODE_ID", "0", 1);
+  setenv("SVM_NODES", "1", 1);
+  setenv("SVM_JOB_EPOCH", "1", 1);
+  setenv("SVM_CONTROL", "127.0.0.1:1", 1);
+  setenv("SVM_KEY_FILE", key_file.c_str(), 1);
+  for (auto [liveness, connect] : std::vector<std::pair<const char*, int64_t>>{
+           {nullptr, 30000}, {"8", 8000}, {"1", svmd::kMinConnectMs}, {"100", 30000}, {"0", 30000}}) {
+    if (liveness) {
+      setenv("SVM_LIVENESS_TIMEOUT", liveness, 1);
+    } else {
+      unsetenv("SVM_LIVENESS_TIMEOUT");
+    }
+    svmd::ControlConfig cfg;
+    ASSERT_TRUE(svmd::ControlConfig::FromEnv(&cfg).ok());
+    EXPECT_EQ(cfg.connect_timeout_ms, connect) << (liveness ? liveness : "unset");
+  }
+  unlink(key_file.c_str());
+  rmdir(dir);
+}
+
+// A control socket that takes the connection and never answers: the
+// rendezvous ends at the deadline and says svmrun is silent.
+TEST(Control, SilentSvmrunEndsTheRendezvousNamingIt) {
+  svmd::UniqueFd listener;
+  uint16_t port = 0;
+  ASSERT_TRUE(svmd::Listen("127.0.0.1", 0, &listener, &port).ok());  // never accepts
+  svmd::ControlConfig cfg;
+  cfg.control_host = "127.0.0.1";
+  cfg.control_port = port;
+  ASSERT_TRUE(svmd::GenerateKey(&cfg.key).ok());
+  cfg.connect_timeout_ms = 300;
+  svmd::ControlClient client;
+  std::vector<std::string> peers;
+  const int64_t start = svmd::NowMs();
+  Status s = client.Rendezvous(cfg, "1.2.3.4:5", &peers);
+  EXPECT_EQ(s.code(), Status::Code::kTimeout) << s.ToString();
+  EXPECT_LT(svmd::NowMs() - start, 5000);
+  EXPECT_NE(s.message().find("did not answer within 0.3 s (cut off?)"), std::string::npos) << s.ToString();
+}
+
 TEST(Launch, WrongKeyIsRefusedEverywhere) {
   Child c(SvmrunArgs({"-n", "2"}, {FakeNode(), "--read-stdin", "--wait"}));
   ASSERT_TRUE(c.WaitFor("n0 control"));
