@@ -443,8 +443,8 @@ void Node::FetchStrided(ThreadId t, PageId p, const Page& pg) {
   const bool along = config_.max_run > 1 && s.stride > 1 && p > s.last && (p - s.last) % s.stride == 0 &&
                      p <= s.reach + s.stride;
   if (!along) {
-    s.stride = p > s.last && p - s.last <= kMaxStride ? p - s.last : 0;
-    s = {p, s.stride, p};
+    const PageId distance = p > s.last && p - s.last <= kMaxStride ? p - s.last : 0;
+    s = {p, distance, p};
     return;
   }
   run_ = std::min(2 * run_, config_.max_run);
@@ -658,7 +658,9 @@ Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> v
     Page& q = i == 0 ? pg : *pages_.at(first + i);
     // The last page ahead is watched: whether the sweep reaches it says
     // whether the run was worth it.
-    const Ahead ahead = i == 0 ? std::exchange(q.strided, Ahead::kNo) : i + 1 == run ? Ahead::kWatched : Ahead::kMapped;
+    const Ahead ahead = i == 0          ? std::exchange(q.strided, Ahead::kNo)  // a fault's, or a stride's
+                        : i + 1 == run ? Ahead::kWatched
+                                       : Ahead::kMapped;
     if (i < versions.size()) {
       InstallPage(first + i, q, versions[i], data.subspan(i * page_size, page_size), ahead);
     } else {
