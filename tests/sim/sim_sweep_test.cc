@@ -98,7 +98,9 @@ void Sweep(const std::vector<uint32_t>& nodes, uint64_t cases, uint64_t shard_ba
       sum.pages_ahead, sum.pages_strided, sum.ahead_used, sum.ahead_unused, sum.pages_written_ahead, sum.pages_found_written, sum.diffs, sum.local_acquires, sum.remote_acquires, sum.barriers, TotalMessages(sum),
       sum.remote_reads, sum.direct_diffs, sum.notices_deposited, sum.notices_taken, sum.nic_locks, sum.home_claims,
       sum.polls);
-  if (wide && cases >= 100) EXPECT_GT(sum.pages_strided, 0u) << "no page came along a stride";
+  if (wide && cases >= 100) {
+    EXPECT_GT(sum.pages_strided, 0u) << "no page came along a stride";
+  }
   EXPECT_EQ(failures, 0u) << failures << " of " << cases << " cases failed; replay with:\n"
                           << replay;
 }
