@@ -51,14 +51,14 @@ Status Runtime::OpenExported() {
   if (Status st = Export("svm-versions", versions_bytes_, &versions_mem_, &versions_); !st.ok()) return st;
   if (Status st = Export("svm-marks", geometry_.pages * sizeof(uint64_t), &marks_mem_, &marks_); !st.ok())
     return st;
-  // The thread counter, the heap's break and (nil) the lock nudge, one word each.
+  // The thread counter, the heap's break and the lock nudge, one word each.
   uint64_t* counter = nullptr;
   if (Status st = Export("svm-counters", 3 * sizeof(uint64_t), &counter_mem_, &counter); !st.ok()) return st;
   counter[0] = std::atomic_ref<uint64_t>(job_threads_local_).load();
   counter[1] = std::atomic_ref<uint64_t>(heap_break_local_).load();
   job_threads_ = &counter[0];
   heap_break_ = &counter[1];
-  if (LocksAtNic(opts_.mode) && n > 1) lock_nudge_ = &counter[2];
+  if (n > 1) lock_nudge_ = &counter[2];
   if (n > 1 && DepositsNotices(opts_.mode)) {
     NoticeRingOptions ro;
     ro.self = opts_.node;

@@ -281,7 +281,7 @@ class Runtime final : public Host {
   // Whether a CPU atomic on an exported word here is atomic with the CAS
   // and FAA peers' NICs make on it.
   bool LocalAtomicsMatchNic() const;
-  // nil: takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
+  // Takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
   void HeedNudge();
   // Runs the completions in done. REQUIRES: mu_ held.
   void OnOneSided(std::span<const nic::Completion> done);
@@ -311,7 +311,7 @@ class Runtime final : public Host {
   static constexpr uint32_t kLockTails = 8;      // nil: tail node + 1 per LockNo (0: the home)
   static constexpr uint32_t kSharedMarks = 9;    // marks_: a word per page
   static constexpr uint32_t kHeapBreak = 10;     // heap_break_
-  static constexpr uint32_t kLockNudge = 11;     // lock_nudge_ (nil)
+  static constexpr uint32_t kLockNudge = 11;     // lock_nudge_
   static constexpr uint32_t kHomeWords = 12;     // home_words_ (rf and up, first touch)
 
   Options opts_;
@@ -373,8 +373,8 @@ class Runtime final : public Host {
   uint64_t* home_words_ = nullptr;  // first touch, rf and up: geometry_.pages words
   uint64_t* lock_claims_ = nullptr;     // nic::kMaxLocks words
   uint64_t* lock_tails_ = nullptr;      // nic::kMaxLocks words
-  uint64_t* lock_nudge_ = nullptr;      // nil: peers add 1 after sending a lock request here
-  std::atomic<uint64_t> lock_requests_in_{0};  // nil: lock requests the Node has received
+  uint64_t* lock_nudge_ = nullptr;      // peers add 1 after sending a lock request here
+  std::atomic<uint64_t> lock_requests_in_{0};  // lock requests the Node has received
   std::unique_ptr<NoticeRings> rings_;  // dw and up
   nic::CompletionQueue os_cq_;
   std::map<uint64_t, std::unique_ptr<OneSided>> os_ops_;    // GUARDED_BY(mu_): by wr id

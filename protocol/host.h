@@ -136,8 +136,9 @@ class Host {
   // Node::OnNicLockTail and the node the word named before (the home, for
   // a word nobody swapped yet).
   virtual void NicLockTail(NodeId home, LockId l, NodeId guess) = 0;
-  // nil: after a lock request sent to `to`, a fetch-and-add on to's nudge
-  // word (after the message: FIFO per pair). Its threads look at that word
+  // After each lock request sent to `to` (to the home, forwarded to the
+  // tail, or to the predecessor in nil), a fetch-and-add on to's nudge word
+  // (after the message: FIFO per pair). Its threads look at that word
   // before each lock operation and, when it moved, take their messages
   // first: a node re-taking an idle lock sees the request that came for it
   // rather than leaving it to the handler thread. A hint only.

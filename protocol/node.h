@@ -321,6 +321,7 @@ class Node {
   void HandOn(LockId l, Lock& lk);
   void AssignLocal(ThreadId t, Lock& lk);
   void SendLockRequest(LockId l, Lock& lk);
+  void SendNudged(NodeId to, const LockRequest& req);
   bool AtNic(LockId l) const;
   void AcceptGrant(LockId l, Lock& lk, VectorTime timestamp);
   void FinishGrant(LockId l, Lock& lk);

@@ -125,7 +125,15 @@ void Node::SendLockRequest(LockId l, Lock& lk) {
   if (LockHome(l) == config_.self)
     OnLockRequestAtHome(req);
   else
-    Send(LockHome(l), req);
+    SendNudged(LockHome(l), req);
+}
+
+// A lock request is followed by a nudge of its target (Host::Nudge): a node
+// that re-takes an idle token in a loop would otherwise see the request only
+// when its handler thread gets the CPU, and take the token again meanwhile.
+void Node::SendNudged(NodeId to, const LockRequest& req) {
+  Send(to, req);
+  host_->Nudge(to);
 }
 
 void Node::OnLockRequestAtHome(LockRequest req) {
@@ -136,7 +144,7 @@ void Node::OnLockRequestAtHome(LockRequest req) {
   if (previous == config_.self)
     OnLockForward(std::move(req));
   else
-    Send(previous, req);
+    SendNudged(previous, req);
 }
 
 void Node::OnLockForward(LockRequest req) {
@@ -212,8 +220,7 @@ Status Node::OnNicLockTail(LockId l, NodeId previous) {
   if (previous >= nodes() || previous == config_.self)
     return Status::InvalidArgument("NIC lock swap names an impossible predecessor");
   it->second->asked = true;
-  Send(previous, LockRequest{l, config_.self, true, log_.known()});
-  host_->Nudge(previous);
+  SendNudged(previous, LockRequest{l, config_.self, true, log_.known()});
   return Status::Ok();
 }
 

@@ -97,7 +97,9 @@ class TestHost : public MemoryHost {
   void TakeNotices(std::vector<WriteNotice>*) override { ADD_FAILURE() << "TakeNotices in base mode"; }
   void NicLockTail(NodeId, LockId, NodeId) override { ADD_FAILURE() << "NicLockTail in base mode"; }
   void ClaimHome(NodeId, PageId, uint32_t) override { ADD_FAILURE() << "ClaimHome in base mode"; }
-  void Nudge(NodeId) override { ADD_FAILURE() << "Nudge in base mode"; }
+  // Each nudge with the number of messages sent before it.
+  void Nudge(NodeId to) override;
+  std::vector<std::pair<NodeId, size_t>> nudged;
 
  private:
   Cluster* cluster_;
@@ -208,6 +210,8 @@ class Cluster {
 void TestHost::Send(NodeId to, std::vector<uint8_t> bytes) {
   cluster_->Post(self_, to, std::move(bytes));
 }
+
+void TestHost::Nudge(NodeId to) { nudged.push_back({to, cluster_->sent}); }
 
 TEST(NodeTest, BarrierPublishesWritesToAnotherNode) {
   Cluster c(2, 1);
@@ -532,6 +536,31 @@ TEST(NodeTest, LocalHandoffSendsNoMessage) {
   c.node(1).Release(1, l);
   EXPECT_EQ(c.sent, before);
   EXPECT_EQ(c.node(1).stats().local_acquires, local + 1);
+}
+
+// Every lock request, to the home and forwarded on to the tail, is followed
+// by a nudge of its target, after the message (the runtime's threads heed it
+// before re-taking an idle token); the 1-node paths nudge nobody.
+TEST(NodeTest, LockRequestsNudgeTheirTargetAfterTheMessage) {
+  Cluster c(3, 1);
+  const LockId l = PinnedLock(1, 5);  // home: node 1
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  c.node(1).Release(0, l);
+  EXPECT_TRUE(c.host(1).nudged.empty());  // the home's own token
+  const size_t before = c.sent;
+  c.Complete([&] { return c.node(2).Acquire(0, l); });
+  c.node(2).Release(0, l);  // node 2 keeps the idle token
+  using Nudges = std::vector<std::pair<NodeId, size_t>>;
+  // Node 2 asked the home, which was the tail and granted itself.
+  EXPECT_EQ(c.host(2).nudged, (Nudges{{1, before + 1}}));
+  EXPECT_TRUE(c.host(1).nudged.empty());
+  const size_t asked = c.sent;
+  ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kBlocked);
+  EXPECT_EQ(c.host(0).nudged, (Nudges{{1, asked + 1}}));
+  c.Drain(1);  // the home forwards to the tail, node 2
+  EXPECT_EQ(c.host(1).nudged, (Nudges{{2, asked + 2}}));
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  c.node(0).Release(0, l);
 }
 
 // A timed lock gives up (pthread_mutex_timedlock's ETIMEDOUT): the token
