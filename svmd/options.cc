@@ -97,6 +97,16 @@ CLI::Validator StdinTarget() {
       "");
 }
 
+// `svmrun --stats -- prog` would otherwise write a file named "--".
+CLI::Validator FileName() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return v.starts_with('-') ? "'" + v + "' is not a file name (write ./" + v + " for a file named so)"
+                                  : std::string();
+      },
+      "");
+}
+
 CLI::Validator NonEmpty() {
   return CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty host name") : ""; }, "");
 }
@@ -147,7 +157,7 @@ const OptionSpec kTable[] = {
      "sequential or strided (the run adapts below this); 1: one page a fault",
      false, ADD(OPT(page_run)->check(CLI::Range(1, 64))->type_name("PAGES"))},
     {"--stats", "SVM_STATS", "", "write statistics as JSON to FILE", false,
-     ADD(OPT(stats)->type_name("FILE"))},
+     ADD(OPT(stats)->check(FileName())->type_name("FILE"))},
     {"--timeout", "SVM_TIMEOUT", "0", "end the job after SECONDS (exit 124); 0 = never", false,
      ADD(OPT(timeout_s)->check(CLI::Range(0.0, 1e7))->type_name("SECONDS"))},
     {"--liveness-timeout", "SVM_LIVENESS_TIMEOUT", "10",
@@ -181,9 +191,9 @@ const OptionSpec kTable[] = {
              ->check(NonEmpty())
              ->type_name("HOST[:N],..."))},
     {"--hostfile", "SVM_HOSTFILE", "", "hosts for ssh, one a line: HOST [slots=N] (Open MPI's format)", false,
-     ADD(OPT(hostfile)->type_name("FILE"))},
+     ADD(OPT(hostfile)->check(FileName())->type_name("FILE"))},
     {"--key-file", "SVM_KEY_FILE", "", "0600 file with the key shared with the svmds (for --hosts)", false,
-     ADD(OPT(key_file)->type_name("FILE"))},
+     ADD(OPT(key_file)->check(FileName())->type_name("FILE"))},
     {"-x,--env", "SVM_ENV", "",
      "export VAR (from svmrun's environment) or VAR=VALUE to every node; repeatable. Every node gets "
      "svmrun's environment anyway, except host-specific variables (SLURM_*, SSH_*, HOSTNAME, ...)",
@@ -204,7 +214,7 @@ const OptionSpec kTable[] = {
      "then do not take each other's CPUs)",
      false, ADD(CHOICE(kPins, pin))},
     {"--preload", "SVM_PRELOAD", "", "runtime library to LD_PRELOAD, or 'none' for plain programs", false,
-     ADD(OPT(preload)->type_name("FILE|none"))},
+     ADD(OPT(preload)->check(FileName())->type_name("FILE|none"))},
 };
 
 #undef CHOICE

@@ -72,6 +72,27 @@ TEST(Options, ValuesAreTypedAndValidatedByCli11) {
   EXPECT_EQ(help.find(" TEXT (Env"), std::string::npos) << help;  // no untyped option left
 }
 
+// A FILE that looks like a flag is refused, with the way to name such a file.
+TEST(Options, AFileNamedLikeAFlagIsRefused) {
+  for (const char* flag : {"--stats", "--hostfile", "--key-file", "--preload"}) {
+    std::vector<std::string> argv = {"svmrun", flag, "--", "prog"};
+    std::vector<char*> ptrs;
+    for (auto& a : argv) ptrs.push_back(a.data());
+    Options o;
+    int exit_now = -1;
+    testing::internal::CaptureStderr();
+    ASSERT_TRUE(svmd::ParseCommandLine(int(ptrs.size()), ptrs.data(), &o, &exit_now).ok());
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(exit_now, 2) << flag;
+    EXPECT_NE(err.find(std::string(flag) + ": '--' is not a file name (write ./-- for a file named so)"),
+              std::string::npos)
+        << err;
+  }
+  Options o;
+  ASSERT_EQ(Parse({"svmrun", "--stats", "./--", "--", "prog"}, &o), -1);
+  EXPECT_EQ(o.stats, "./--");
+}
+
 TEST(Options, VerbosePrintsTheOptionsInEffect) {
   setenv("SVM_VERBOSE", "1", 1);
   setenv("SVM_MODE", "rf", 1);
