@@ -85,8 +85,11 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
   // On a host with more nodes than CPUs the thread we wait for may need
   // this CPU: sleep at once (spin_, SVM_SPIN).
   const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0 && spin_;
-  const int64_t until = spin ? NowNs() + spin_ns : 0;
-  for (int64_t now = NowNs(); !woken() && now < until; now = NowNs()) {
+  const bool adapt = spin_ns == kAdaptiveSpin && spin && spin_long_;
+  if (spin_ns == kAdaptiveSpin) spin_ns = s.spin_ns;
+  const int64_t start = NowNs();
+  const int64_t until = spin ? start + spin_ns : 0;
+  for (int64_t now = start; !woken() && now < until; now = NowNs()) {
     if (nic_ == nullptr) {
       __builtin_ia32_pause();
     } else if (nic_->recv_queue().SpinReady(std::chrono::nanoseconds(until - now), woken) &&
@@ -95,7 +98,12 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
     }
   }
   spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);
-  if (!woken()) Sleep(s, timeout_ns);
+  if (woken()) return;
+  Sleep(s, timeout_ns);
+  if (!adapt) return;
+  const int64_t took = NowNs() - start;
+  s.spin_ns = woken() && took < kMaxWaitSpinNs ? std::clamp(took + took / 4, s.spin_ns, kMaxWaitSpinNs)
+                                                : std::max(kWaitSpinNs, s.spin_ns / 2);
 }
 
 void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
@@ -353,7 +361,7 @@ bool Runtime::AcquireUntil(LockId l, int64_t deadline_ns) {
       }
     }
     if (o == Outcome::kDone) break;
-    WaitSlot(lock, t, kWaitSpinNs, deadline_ns);
+    WaitSlot(lock, t, kAdaptiveSpin, deadline_ns);
   }
   Settle();
   return true;

@@ -256,14 +256,29 @@ Status ReadOptions(Options* out) {
   return Status::Ok();
 }
 
-bool ShouldSpin(const Options& o, uint32_t online_cpus) {
-  if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
+namespace {
+// Whether each of this host's nodes can have a CPU of its own.
+bool NodesFitCpus(const Options& o, uint32_t online_cpus) {
   const uint32_t nodes = o.host_nodes != 0 ? o.host_nodes : o.transport == "shm" ? o.nodes : 1;
   const uint32_t cpus = o.host_cpus != 0 ? o.host_cpus : online_cpus;
+  return cpus == 0 || nodes <= cpus;
+}
+}  // namespace
+
+bool ShouldSpin(const Options& o, uint32_t online_cpus) {
+  if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
   // Nodes of several threads still spin: a thread waiting for a sibling
   // (a local lock hand-off) is better served by a spin that yields to it
   // (10^5 lock pairs 4 x 2 on 2 CPUs: 2.4-3.0 s spinning, 3.6-3.9 s not).
-  return cpus == 0 || nodes <= cpus || o.threads_per_node > 1;
+  return NodesFitCpus(o, online_cpus) || o.threads_per_node > 1;
+}
+
+// Longer spins pay where a node has its CPU (a 2-node hand-off: 80-107 ->
+// 33-44 us) but hold the CPU of the thread waited for where nodes share
+// CPUs (10^5 lock pairs 4 x 2 on 2 CPUs: 3.2 -> 4.7 s).
+bool ShouldSpinLong(const Options& o, uint32_t online_cpus) {
+  if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
+  return NodesFitCpus(o, online_cpus);
 }
 
 std::string DescribeEnvironment() {

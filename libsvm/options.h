@@ -68,6 +68,9 @@ Status ReadOptions(Options* out);
 // counts (0) count as enough CPUs, except that every node of an shm job
 // runs on this host and SVM_HOST_CPUS missing means sysconf's count.
 bool ShouldSpin(const Options& o, uint32_t online_cpus);
+// Whether waits for other threads may spin longer than kWaitSpinNs when
+// recent waits were short (Runtime::SpinThenSleep's adaptive budget).
+bool ShouldSpinLong(const Options& o, uint32_t online_cpus);
 
 // One line per variable (value as set, or "(default)"), for SVM_VERBOSE.
 std::string DescribeEnvironment();

@@ -87,7 +87,9 @@ void Runtime::StartOrDie() {
 Status Runtime::Start() {
   if (Status st = ReadOptions(&opts_); !st.ok()) return st;
   InitLogging(opts_.log_level, opts_.node);
-  spin_ = ShouldSpin(opts_, uint32_t(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN))));
+  const auto cpus = uint32_t(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN)));
+  spin_ = ShouldSpin(opts_, cpus);
+  spin_long_ = ShouldSpinLong(opts_, cpus);
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
   if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");
   if (!opts_.stats_dir.empty() || opts_.show_stats) {

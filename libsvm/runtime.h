@@ -68,8 +68,15 @@ inline constexpr uint64_t kMaxGlobalsPages = 1ull << 26;
 // wake-up at all. A fault waits for the reply to its own request, about one
 // NIC round trip; other waits (locks, barriers, joins) last as long as other
 // threads take, and a long spin there only slows them on a busy machine.
+// So those waits spin by a budget each thread adapts to its recent waits
+// (kAdaptiveSpin): a wait that had to sleep but was woken within
+// kMaxWaitSpinNs (a lock handed back and forth between two nodes, each wait
+// as long as the other's turn) makes the next spin as long; one that slept
+// longer halves it, down to kWaitSpinNs.
 inline constexpr int64_t kFaultSpinNs = 100'000;
 inline constexpr int64_t kWaitSpinNs = 20'000;
+inline constexpr int64_t kMaxWaitSpinNs = 200'000;
+inline constexpr int64_t kAdaptiveSpin = -1;
 
 // Thread handles (pthread_t values) of svm threads: tag | node | number.
 inline constexpr uint64_t kHandleTag = 0x5356ull << 48;
@@ -182,6 +189,7 @@ class Runtime final : public Host {
   struct Slot {
     std::atomic<uint32_t> wake{0};
     std::atomic<uint32_t> asleep{0};
+    int64_t spin_ns = kWaitSpinNs;  // kAdaptiveSpin's budget; the slot's thread only
   };
   struct Segment;
   struct ThreadRecord;
@@ -226,15 +234,16 @@ class Runtime final : public Host {
   // tries. REQUIRES: lock holds mu_.
   template <typename Op>
   void RunToCompletion(std::unique_lock<std::mutex>& lock, ThreadId t, Op op,
-                       int64_t spin_ns = kWaitSpinNs) {
+                       int64_t spin_ns = kAdaptiveSpin) {
     while (true) {
       slots_[t].wake.store(0, std::memory_order_relaxed);
       if (op() == Outcome::kDone) return;
       WaitSlot(lock, t, spin_ns);
     }
   }
-  // Waits until t is woken: spins up to spin_ns handling messages, then
-  // sleeps; runs one-sided completions and the Node's polls meanwhile.
+  // Waits until t is woken: spins up to spin_ns (kAdaptiveSpin: the slot's
+  // budget) handling messages, then sleeps; runs one-sided completions and
+  // the Node's polls meanwhile.
   // Returns early, unwoken, at deadline_ns (CLOCK_MONOTONIC).
   void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
                 int64_t deadline_ns = INT64_MAX);
@@ -345,6 +354,7 @@ class Runtime final : public Host {
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   bool spin_ = true;  // waiting threads spin before they sleep (options.h, ShouldSpin)
+  bool spin_long_ = true;  // and may spin longer after short waits (ShouldSpinLong)
   // While Dispatch hands a message to the Node, Wake leaves the futex call
   // of a sleeping thread for WakeDeferred, after mu_. defer_wakes_ is
   // GUARDED_BY(mu_); deferred_wakes_ is written only under mu_ and
