@@ -107,7 +107,7 @@ void Node::CloseInterval() {
   {
     ProtectionBatch batch(this);
     for (PageId p : dirty_) {
-      Page& pg = *pages_.at(p);
+      Page& pg = pages_.At(p);
       assert(pg.state == Page::State::kWrite);
       if (pg.home == self) {
         pg.state = Page::State::kRead;
@@ -120,7 +120,7 @@ void Node::CloseInterval() {
     }
   }
   for (PageId p : dirty_) {
-    Page& pg = *pages_.at(p);
+    Page& pg = pages_.At(p);
     if (pg.home == self) {
       notice.pages.push_back(p);
       continue;
@@ -249,7 +249,7 @@ void Node::Poll() {
   });
   for (BarrierRelease& m : released) FinishRelease(m);
   std::erase_if(version_waits_, [&](PageId p) {
-    Page& pg = *pages_.at(p);
+    Page& pg = pages_.At(p);
     if (!VersionCovers(p, pg.need)) return false;
     SyncProtection(p, pg);
     WakeAll(&pg.waiters);

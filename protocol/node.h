@@ -91,6 +91,7 @@
 #include "protocol/host.h"
 #include "protocol/interval_log.h"
 #include "protocol/messages.h"
+#include "protocol/page_table.h"
 #include "protocol/stats.h"
 #include "util/status.h"
 #include "protocol/types.h"
@@ -361,7 +362,7 @@ class Node {
   IntervalLog log_;
   VectorTime applied_;                 // notices applied (invalidated) node-wide
   std::vector<VectorTime> views_;      // per local thread
-  std::unordered_map<PageId, std::unique_ptr<Page>> pages_;
+  PageTable<Page> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
   std::vector<PageId> untracked_;      // home pages only this node holds
   uint32_t run_ = 1;                   // pages the next sequential fault fetches

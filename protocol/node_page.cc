@@ -13,11 +13,10 @@ namespace svm {
 
 Node::Page& Node::PageEntry(PageId p) {
   assert(p < config_.geometry.pages);
-  auto it = pages_.find(p);
-  if (it != pages_.end()) return *it->second;
-  auto pg = std::make_unique<Page>(nodes());
-  if (homes_.policy() != HomePolicy::kFirstTouch) pg->home = homes_.StaticHome(p);
-  return *pages_.emplace(p, std::move(pg)).first->second;
+  if (Page* pg = pages_.Find(p)) return *pg;
+  Page& pg = pages_.Get(p, nodes());
+  if (homes_.policy() != HomePolicy::kFirstTouch) pg.home = homes_.StaticHome(p);
+  return pg;
 }
 
 VectorTime Node::Version(PageId p) const {
@@ -130,7 +129,7 @@ void Node::FindWrites() {
   scan();
   for (PageId p : found_) {
     if (!Armed(p)) continue;
-    Page& pg = *pages_.at(p);
+    Page& pg = pages_.At(p);
     NoteWritten(p, pg);
     UpdateArmed(p, pg);
     stats_.pages_found_written++;
@@ -184,9 +183,9 @@ void Node::FlushProtections() {
   std::sort(batch_.begin(), batch_.end());
   batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
   for (size_t i = 0; i < batch_.size();) {
-    const Prot prot = pages_.at(batch_[i])->prot;
+    const Prot prot = pages_.At(batch_[i]).prot;
     size_t j = i + 1;
-    while (j < batch_.size() && pages_.at(batch_[j])->prot == prot &&
+    while (j < batch_.size() && pages_.At(batch_[j]).prot == prot &&
            (batch_[j] == batch_[j - 1] + 1 || (prot == Prot::kNone && Unmapped(batch_[j - 1] + 1, batch_[j]))))
       ++j;
     host_->Protect(batch_[i], batch_[j - 1] + 1 - batch_[i], prot);
@@ -194,7 +193,7 @@ void Node::FlushProtections() {
     i = j;
   }
   for (PageId p : batch_) {
-    Page& pg = *pages_.at(p);
+    Page& pg = pages_.At(p);
     if (pg.dropped && pg.prot == Prot::kNone) CheckDropped(p, pg);
   }
   batch_.clear();
@@ -205,8 +204,8 @@ void Node::FlushProtections() {
 bool Node::Unmapped(PageId first, PageId end) const {
   if (end - first > kUnmappedGap) return false;
   for (PageId q = first; q < end; ++q) {
-    auto it = pages_.find(q);
-    if (it != pages_.end() && it->second->prot != Prot::kNone) return false;
+    const Page* pg = pages_.Find(q);
+    if (pg != nullptr && pg->prot != Prot::kNone) return false;
   }
   return true;
 }
@@ -236,16 +235,14 @@ bool Node::StartUntracked(PageId p, Page& pg) {
 // another node is about to touch first).
 size_t Node::MapAhead(PageId p) {
   if (p == 0 || p + 1 >= config_.geometry.pages) return 0;
-  auto before = pages_.find(p - 1);
-  if (before == pages_.end() || before->second->home != config_.self ||
-      before->second->state == Page::State::kInvalid)
+  const Page* before = pages_.Find(p - 1);
+  if (before == nullptr || before->home != config_.self || before->state == Page::State::kInvalid)
     return 0;
   const bool first_touch = homes_.policy() == HomePolicy::kFirstTouch;
   if (first_touch && nodes() > 1) return 0;
   size_t n = 0;
   for (PageId q = p + 1; n < kMapAhead - 1 && q < config_.geometry.pages; ++q, ++n) {
-    auto it = pages_.find(q);
-    if (it != pages_.end()) break;  // touched, asked for or waited on already
+    if (pages_.Find(q) != nullptr) break;  // touched, asked for or waited on already
     if (first_touch ? DirectoryLookup(q) != kNoNode : homes_.StaticHome(q) != config_.self)
       break;
     if (Marked(q)) break;
@@ -263,7 +260,7 @@ size_t Node::MapAhead(PageId p) {
 void Node::TrackMarked() {
   std::erase_if(untracked_, [&](PageId p) {
     if (!Marked(p)) return false;
-    Page& pg = *pages_.at(p);
+    Page& pg = pages_.At(p);
     pg.tracked = true;
     dirty_.push_back(p);
     stats_.tracked_pages++;
@@ -370,9 +367,9 @@ void Node::WriteAhead(ThreadId t, PageId p) {
   s.run = std::min(2 * s.run, config_.max_run);
   uint32_t n = 0;
   for (PageId q = p + 1; n + 1 < s.run && q < config_.geometry.pages; ++q, ++n) {
-    auto it = pages_.find(q);
-    if (it == pages_.end()) break;
-    Page& next = *it->second;
+    Page* found = pages_.Find(q);
+    if (found == nullptr) break;
+    Page& next = *found;
     if (next.home != config_.self || next.state != Page::State::kRead || !next.waiters.empty() ||
         !VersionCovers(q, next.need))
       break;
@@ -422,9 +419,9 @@ uint32_t Node::RunFrom(ThreadId t, PageId p, const Page& pg) {
   const PageId end = std::min<PageId>({host_->FramesEnd(p), p + run_, config_.geometry.pages});
   uint32_t n = 1;
   for (PageId q = p + 1; q < end && KnownHome(q) == pg.home; ++q, ++n) {
-    auto it = pages_.find(q);
-    if (it == pages_.end()) continue;
-    const Page& next = *it->second;
+    const Page* found = pages_.Find(q);
+    if (found == nullptr) continue;
+    const Page& next = *found;
     if (next.state != Page::State::kInvalid || next.fetching || next.claiming) break;
   }
   sweep_next_[t] = p + n;
@@ -473,8 +470,8 @@ void Node::FetchStrided(ThreadId t, PageId p, const Page& pg) {
 
 // q's home as far as this node knows without asking (kNoNode: it does not).
 NodeId Node::KnownHome(PageId q) const {
-  auto it = pages_.find(q);
-  if (it != pages_.end() && it->second->home != kNoNode) return it->second->home;
+  const Page* pg = pages_.Find(q);
+  if (pg != nullptr && pg->home != kNoNode) return pg->home;
   if (homes_.policy() != HomePolicy::kFirstTouch) return homes_.StaticHome(q);
   return homes_.Manager(q) == config_.self ? DirectoryLookup(q) : kNoNode;
 }
@@ -573,8 +570,7 @@ Status Node::CheckHomedHere(PageId p) {
 // The pages after p that a run may take: homed here as far as this node
 // knows (a first-touch page only once claimed here).
 bool Node::ServesAhead(PageId q) {
-  auto it = pages_.find(q);
-  if (it != pages_.end()) return it->second->home == config_.self;
+  if (const Page* pg = pages_.Find(q)) return pg->home == config_.self;
   return homes_.policy() != HomePolicy::kFirstTouch && homes_.StaticHome(q) == config_.self;
 }
 
@@ -642,10 +638,10 @@ Status Node::OnPageRead(NodeId home, PageId first, std::span<const VectorTime> v
 // fewer than the run asked for: those missing count as too old.
 Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> versions,
                         std::span<const uint8_t> data) {
-  auto it = pages_.find(first);
-  if (it == pages_.end() || !it->second->fetching || it->second->home != from)
+  Page* asked = pages_.Find(first);
+  if (asked == nullptr || !asked->fetching || asked->home != from)
     return Status::InvalidArgument("page reply nobody asked for");
-  Page& pg = *it->second;
+  Page& pg = *asked;
   const size_t page_size = config_.geometry.page_size;
   if (versions.empty() || versions.size() > pg.run)
     return Status::Malformed("page reply of the wrong page count");
@@ -655,7 +651,7 @@ Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> v
   ProtectionBatch batch(this);
   const uint32_t run = pg.run;
   for (uint32_t i = 0; i < run; ++i) {
-    Page& q = i == 0 ? pg : *pages_.at(first + i);
+    Page& q = i == 0 ? pg : pages_.At(first + i);
     // The last page ahead is watched: whether the sweep reaches it says
     // whether the run was worth it.
     const Ahead ahead = i == 0          ? std::exchange(q.strided, Ahead::kNo)  // a fault's, or a stride's
@@ -740,10 +736,10 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
 }
 
 Status Node::OnHomeReply(NodeId from, HomeReply& m) {
-  auto it = pages_.find(m.page);
-  if (it == pages_.end() || !it->second->claiming || homes_.Manager(m.page) != from)
+  Page* asked = pages_.Find(m.page);
+  if (asked == nullptr || !asked->claiming || homes_.Manager(m.page) != from)
     return Status::InvalidArgument("home reply nobody asked for");
-  Page& pg = *it->second;
+  Page& pg = *asked;
   if (m.home >= nodes()) return Status::Malformed("home reply names an unknown node");
   if (pg.home != kNoNode && pg.home != m.home)
     return Status::InvalidArgument("home reply contradicts the page's known home");
@@ -767,15 +763,15 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
 // those naming the same home let runs through, as HomeReply.same does.
 Status Node::OnHomeClaimed(PageId p, uint64_t word, std::span<const uint64_t> following) {
   if (!ClaimsAtNic()) return Status::InvalidArgument("home claim completion in a mode that claims by message");
-  auto it = pages_.find(p);
-  if (it == pages_.end() || !it->second->claiming)
+  Page* asked = pages_.Find(p);
+  if (asked == nullptr || !asked->claiming)
     return Status::InvalidArgument("home claim completion nobody asked for");
   if (following.size() >= ClaimSpan(p))
     return Status::Malformed("home claim read words the manager does not keep");
   if (word > nodes()) return Status::Malformed("home word names an unknown node");
   for (uint64_t w : following)
     if (w > nodes()) return Status::Malformed("home word names an unknown node");
-  Page& pg = *it->second;
+  Page& pg = *asked;
   const NodeId home = word == 0 ? config_.self : NodeId(word - 1);
   if (pg.home != kNoNode && pg.home != home)
     return Status::InvalidArgument("home claim contradicts the page's known home");
