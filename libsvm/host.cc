@@ -415,10 +415,10 @@ bool Runtime::Barrier(BarrierId b, uint32_t count) {
 
 void Runtime::WaitSyncEvent(uint32_t generation, int64_t timeout_ns) {
   if (sync_event_.load(std::memory_order_acquire) != generation) return;
-  stats::Scope timing(stats::Category::kLockWait);  // a condition or semaphore poll
+  stats::Scope timing(stats::Category::kLockWait);  // a condition or semaphore wait
   timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sync_event_), FUTEX_WAIT_PRIVATE, generation,
-          &ts, nullptr, 0);
+          timeout_ns < 0 ? nullptr : &ts, nullptr, 0);
 }
 
 void Runtime::NotifySyncEvent() {

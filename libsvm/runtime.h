@@ -133,8 +133,9 @@ class Runtime final : public Host {
   // Waits at barrier b with `count` threads in all; true for the one serial
   // thread of the episode.
   bool Barrier(BarrierId b, uint32_t count);
-  // A node-wide event for pollers (condition variables, semaphores): wait
-  // until it fires after `generation` was read, or timeout_ns passes.
+  // A node-wide event for waiters on condition variables and semaphores:
+  // wait until it fires after `generation` was read, or timeout_ns passes
+  // (< 0: no timeout).
   uint32_t SyncEventGeneration() const { return sync_event_.load(std::memory_order_acquire); }
   void WaitSyncEvent(uint32_t generation, int64_t timeout_ns);
   void NotifySyncEvent();

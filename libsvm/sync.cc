@@ -77,14 +77,13 @@ constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
 constexpr size_t kCondSeq = 0, kCondWaiters = 8, kCondClock = 16;
 static_assert(sizeof(sem_t) >= 24 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 24);
 
-// Waits for a wake-up on this node or until the back-off passes; doubles it.
-// Changes wake their waiters by message, so the back-off only bounds a lost
-// race; it is long because every look takes the object's lock, and a remote
-// look pulls that lock away from the node that would signal.
-void Backoff(uint32_t gen, int64_t* delay_ns) {
-  Rt().WaitSyncEvent(gen, *delay_ns);
-  *delay_ns = std::min<int64_t>(*delay_ns * 2, 50'000'000);
-}
+// Waits for a wake-up on this node after generation `gen`, or until
+// `left_ns` passed (< 0: no deadline). Nothing polls: a waiter reads the
+// generation, then joins the object's waiters under its lock before it
+// looks at the object; whoever changes it later takes the waiters under the
+// same lock and wakes their nodes, which moves the generation. (A look took
+// the object's lock, pulling it away from the node that would signal.)
+void WaitForChange(uint32_t gen, int64_t left_ns) { Rt().WaitSyncEvent(gen, left_ns); }
 
 // Adds this node to an object's waiters. REQUIRES: its state lock is held.
 void AddWaiter(void* object, size_t offset) {
@@ -291,18 +290,15 @@ static int CondWaitUntil(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
   if (clock < 0) clock = ValidClock(own) ? own : CLOCK_REALTIME;
   if (int err = MutexUnlock(m); err != 0) return err;
   int result = 0;
-  for (int64_t delay = 20'000;;) {
+  while (true) {
     const uint32_t gen = Rt().SyncEventGeneration();
     if (ReadSeq(c, false) != seq) break;
-    if (abstime) {
-      const int64_t left = NanosUntil(clock, abstime);
-      if (left <= 0) {
-        result = ETIMEDOUT;
-        break;
-      }
-      delay = std::min(delay, left);
+    int64_t left = -1;
+    if (abstime && (left = NanosUntil(clock, abstime)) <= 0) {
+      result = ETIMEDOUT;
+      break;
     }
-    Backoff(gen, &delay);
+    WaitForChange(gen, left);
   }
   MutexLock(m);
   return result;
@@ -453,7 +449,7 @@ static int SemWaitUntil(sem_t* s, clockid_t clock, const timespec* abstime) {
     errno = EINVAL;
     return -1;
   }
-  for (int64_t delay = 20'000;;) {
+  while (true) {
     const uint32_t gen = Rt().SyncEventGeneration();
     bool taken = false;
     if (int err = SemTake(s, true, &taken); err != 0) {
@@ -461,15 +457,12 @@ static int SemWaitUntil(sem_t* s, clockid_t clock, const timespec* abstime) {
       return -1;
     }
     if (taken) return 0;
-    if (abstime) {
-      const int64_t left = NanosUntil(clock, abstime);
-      if (left <= 0) {
-        errno = ETIMEDOUT;
-        return -1;
-      }
-      delay = std::min(delay, left);
+    int64_t left = -1;
+    if (abstime && (left = NanosUntil(clock, abstime)) <= 0) {
+      errno = ETIMEDOUT;
+      return -1;
     }
-    Backoff(gen, &delay);
+    WaitForChange(gen, left);
   }
 }
 
