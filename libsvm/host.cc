@@ -332,7 +332,6 @@ void Runtime::Acquire(LockId l) {
   stats::Scope timing(stats::Category::kLockProtocol);
   if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
   HeedNudge();
-  AwaitGrantBack(l);
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   RunToCompletion(lock, t, [&] {

@@ -385,28 +385,6 @@ void Runtime::HeedNudge() {
   }
 }
 
-// Without it a lock taken in turns by two nodes is re-taken by the one that
-// got it (its turn not come yet) until the other's request arrives: 3-48 %
-// of bench/handoff's acquisitions were such wasted ones.
-void Runtime::AwaitGrantBack(LockId l) {
-  if (!lock_nudge_) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!node_->FreshGrantIdle(l)) return;
-  }
-  std::atomic_ref<uint64_t> nudges(*lock_nudge_);
-  const uint64_t seen = nudges.load(std::memory_order_acquire);
-  for (const int64_t until = MonotonicNs() + kGrantBackNs;
-       nudges.load(std::memory_order_acquire) == seen && MonotonicNs() < until;) {
-    if (spin_) {
-      __builtin_ia32_pause();
-    } else {
-      sched_yield();  // the node whose request we wait for may need this CPU
-    }
-  }
-  HeedNudge();
-}
-
 void Runtime::OnOneSided(std::span<const nic::Completion> done) {
   const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
   for (const nic::Completion& c : done) {

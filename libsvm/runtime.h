@@ -77,10 +77,6 @@ inline constexpr int64_t kFaultSpinNs = 100'000;
 inline constexpr int64_t kWaitSpinNs = 20'000;
 inline constexpr int64_t kMaxWaitSpinNs = 200'000;
 inline constexpr int64_t kAdaptiveSpin = -1;
-// How long a node waits before re-taking a lock that just came from another
-// node, for that node's request (Runtime::AwaitGrantBack): a request sent
-// right after the grant arrives within a few microseconds over shm.
-inline constexpr int64_t kGrantBackNs = 20'000;
 
 // Thread handles (pthread_t values) of svm threads: tag | node | number.
 inline constexpr uint64_t kHandleTag = 0x5356ull << 48;
@@ -297,11 +293,6 @@ class Runtime final : public Host {
   bool LocalAtomicsMatchNic() const;
   // Takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
   void HeedNudge();
-  // Before re-taking l's token that just came from another node and was
-  // released with nobody asking: waits up to kGrantBackNs for a nudge (that
-  // node's request, sent as it let go, may be on its way), then heeds it.
-  // REQUIRES: mu_ not held.
-  void AwaitGrantBack(LockId l);
   // Runs the completions in done. REQUIRES: mu_ held.
   void OnOneSided(std::span<const nic::Completion> done);
   // Polls for completions and runs them; Node::Poll if it asks. REQUIRES: mu_.

@@ -171,10 +171,6 @@ class Node {
   Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local,
                   bool* serial = nullptr);
 
-  // Whether l's token is idle here, came by a grant, and only the waiter it
-  // went to has held it since: the node it came from may be asking for it
-  // back (a lock taken in turns), its request on the way.
-  bool FreshGrantIdle(LockId l) const;
   // Whether l's token is on this node and a local thread holds it.
   bool HeldLocally(LockId l) const;
   // Whether thread t holds l.

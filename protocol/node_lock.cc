@@ -47,7 +47,6 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
   if (waiting()) return Outcome::kBlocked;
   if (lk.have_token && !lk.held) {
     assert(lk.waiters.empty() && !lk.remote_next);
-    lk.fresh_grant = false;
     AssignLocal(t, lk);
     stats_.local_acquires++;
     return Outcome::kDone;
@@ -62,13 +61,6 @@ bool Node::CancelAcquire(ThreadId t, LockId l) {
   if (lk.held && lk.holder == t) return false;
   std::erase_if(lk.waiters, [&](const Lock::Waiter& w) { return w.thread == t; });
   return true;
-}
-
-bool Node::FreshGrantIdle(LockId l) const {
-  auto it = locks_.find(l);
-  if (it == locks_.end()) return false;
-  const Lock& lk = *it->second;
-  return lk.have_token && !lk.held && lk.fresh_grant && lk.waiters.empty() && !lk.remote_next;
 }
 
 bool Node::HeldLocally(LockId l) const {
@@ -110,7 +102,6 @@ void Node::HandOn(LockId l, Lock& lk) {
     const ThreadId next = lk.waiters.front().thread;
     lk.waiters.pop_front();
     if (lk.remote_next) lk.local_run++;
-    lk.fresh_grant = false;
     AssignLocal(next, lk);
     stats_.local_acquires++;
     host_->Wake(next);
@@ -169,7 +160,6 @@ void Node::GrantRemote(LockId l, Lock& lk) {
   lk.remote_next.reset();
   lk.last_successor = req.requester;
   lk.local_run = 0;
-  lk.fresh_grant = false;
   CloseInterval();
   LockGrant grant{l, lk.timestamp, {}};
   grant.timestamp[config_.self] = log_.known()[config_.self];
@@ -253,7 +243,6 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.timestamp = std::move(*lk.grant);
   lk.grant.reset();
   lk.local_run = 0;
-  lk.fresh_grant = true;
   if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
     if (lk.remote_next) HandOn(l, lk);
     return;

@@ -80,9 +80,6 @@ struct Node::Lock {
   std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
   // Local hand-offs made while a remote successor waited (kMaxLocalBypasses).
   uint32_t local_run = 0;
-  // The token came by a grant, and only the waiter it went to has held it
-  // since (Node::FreshGrantIdle).
-  bool fresh_grant = false;
 
   struct Waiter {
     ThreadId thread;

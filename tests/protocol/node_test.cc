@@ -563,36 +563,6 @@ TEST(NodeTest, LockRequestsNudgeTheirTargetAfterTheMessage) {
   c.node(0).Release(0, l);
 }
 
-// A token that came by a grant and went idle with nobody asking is "fresh"
-// until it is taken again here, given on, or asked for (the runtime then
-// waits briefly for the giver's request before re-taking it).
-TEST(NodeTest, FreshGrantIdleLastsUntilTheTokenIsTakenAgain) {
-  Cluster c(2, 2);
-  const LockId l = PinnedLock(0, 9);  // home: node 0, which holds a fresh token
-  c.Complete([&] { return c.node(0).Acquire(0, l); });
-  c.node(0).Release(0, l);
-  EXPECT_FALSE(c.node(0).FreshGrantIdle(l));  // never granted: the home's own
-  c.Complete([&] { return c.node(1).Acquire(0, l); });
-  EXPECT_FALSE(c.node(1).FreshGrantIdle(l));  // held
-  c.node(1).Release(0, l);
-  EXPECT_TRUE(c.node(1).FreshGrantIdle(l));
-  c.Complete([&] { return c.node(1).Acquire(1, l); });  // re-taken here
-  c.node(1).Release(1, l);
-  EXPECT_FALSE(c.node(1).FreshGrantIdle(l));
-  // Back to node 0 and again to node 1; then node 0 asks before the re-take.
-  c.Complete([&] { return c.node(0).Acquire(0, l); });
-  c.node(0).Release(0, l);
-  EXPECT_TRUE(c.node(0).FreshGrantIdle(l));
-  c.Complete([&] { return c.node(1).Acquire(0, l); });
-  c.node(1).Release(0, l);
-  EXPECT_TRUE(c.node(1).FreshGrantIdle(l));
-  ASSERT_EQ(c.node(0).Acquire(1, l), Outcome::kBlocked);
-  c.Drain();
-  EXPECT_FALSE(c.node(1).FreshGrantIdle(l));  // given on at once
-  EXPECT_TRUE(c.node(0).Holds(1, l));
-  c.node(0).Release(1, l);
-}
-
 // A timed lock gives up (pthread_mutex_timedlock's ETIMEDOUT): the token
 // that arrives for nobody stays idle at the node, and the next acquire there
 // needs no message; the lock still reaches another node afterwards.
