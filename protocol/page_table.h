@@ -1,9 +1,12 @@
 // PageTable: per-page state of a Node, made on first use and kept for the
-// Node's life. Entries are made in chunks of kChunk consecutive pages, so a
-// page costs no heap allocation of its own and never moves; a lookup in the
-// chunk of the last one is two array reads. (A hash map of one allocation per
-// page was the Node's hottest symbol in fft's transposes.) Not thread-safe,
-// lookups included: the Node's calls are serialised.
+// Node's life. Entries are made in blocks of kBlock, in the order pages are
+// first used, and never move; a page's entry is found through a chunk of
+// kChunk slots (pointers) for its neighbourhood, and a lookup in the chunk of
+// the last one is two array reads. So a page costs no heap allocation of its
+// own (a hash map of one allocation per page was the Node's hottest symbol in
+// fft's transposes), and pages touched far apart cost a chunk of pointers
+// each, not a chunk of entries. Not thread-safe, lookups included: the
+// Node's calls are serialised.
 #pragma once
 
 #include <array>
@@ -13,6 +16,7 @@
 #include <optional>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "protocol/types.h"
 
@@ -21,8 +25,9 @@ namespace svm {
 template <typename T>
 class PageTable {
  public:
-  static constexpr size_t kChunkBits = 9;  // 512 pages (2 MiB of 4 KiB pages)
+  static constexpr size_t kChunkBits = 6;  // 64 pages (a 512-byte chunk of slots)
   static constexpr size_t kChunk = size_t(1) << kChunkBits;
+  static constexpr size_t kBlock = 256;  // entries made per allocation
 
   PageTable() = default;
   PageTable(const PageTable&) = delete;
@@ -30,9 +35,8 @@ class PageTable {
 
   // p's entry, or nullptr if none was made.
   T* Find(PageId p) const {
-    Chunk* c = ChunkOf(p);
-    if (c == nullptr || !c->slots[p & (kChunk - 1)]) return nullptr;
-    return &*c->slots[p & (kChunk - 1)];
+    const Chunk* c = ChunkOf(p);
+    return c == nullptr ? nullptr : c->slots[p & (kChunk - 1)];
   }
 
   // p's entry, which must exist.
@@ -52,11 +56,8 @@ class PageTable {
       chunks_.emplace(p >> kChunkBits, std::move(made));
       last_ = {p >> kChunkBits, c};
     }
-    std::optional<T>& slot = c->slots[p & (kChunk - 1)];
-    if (!slot) {
-      slot.emplace(std::forward<Args>(args)...);
-      ++size_;
-    }
+    T*& slot = c->slots[p & (kChunk - 1)];
+    if (slot == nullptr) slot = Make(std::forward<Args>(args)...);
     return *slot;
   }
 
@@ -65,7 +66,10 @@ class PageTable {
 
  private:
   struct Chunk {
-    std::array<std::optional<T>, kChunk> slots;
+    std::array<T*, kChunk> slots{};
+  };
+  struct Block {
+    std::array<std::optional<T>, kBlock> entries;
   };
 
   Chunk* ChunkOf(PageId p) const {
@@ -77,7 +81,17 @@ class PageTable {
     return last_.chunk;
   }
 
+  template <typename... Args>
+  T* Make(Args&&... args) {
+    if (blocks_.empty() || size_ % kBlock == 0) blocks_.push_back(std::make_unique<Block>());
+    std::optional<T>& e = blocks_.back()->entries[size_ % kBlock];
+    e.emplace(std::forward<Args>(args)...);
+    ++size_;
+    return &*e;
+  }
+
   std::unordered_map<PageId, std::unique_ptr<Chunk>> chunks_;
+  std::vector<std::unique_ptr<Block>> blocks_;
   struct LastChunk {
     PageId key = 0;
     Chunk* chunk = nullptr;

@@ -26,7 +26,9 @@ TEST(PageTable, EntriesStayWhereTheyWereMade) {
   const PageId far = (PageId(1) << 40) + 5;
   std::string& first = t.Get(0, "first");
   std::string& last = t.Get(far, "far");
-  for (PageId p = 1; p < 5 * PageTable<std::string>::kChunk; p += 3) t.Get(p, std::to_string(p));
+  constexpr size_t kMany = 3 * PageTable<std::string>::kBlock;  // several blocks
+  for (PageId p = 1; p < 3 * kMany; p += 3) t.Get(p, std::to_string(p));
+  EXPECT_EQ(t.size(), 2 + kMany);
   EXPECT_EQ(&t.At(0), &first);
   EXPECT_EQ(&t.At(far), &last);
   EXPECT_EQ(t.At(far), "far");
