@@ -77,14 +77,6 @@ constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
 constexpr size_t kCondSeq = 0, kCondWaiters = 8, kCondClock = 16;
 static_assert(sizeof(sem_t) >= 24 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 24);
 
-// Waits for a wake-up on this node after generation `gen`, or until
-// `left_ns` passed (< 0: no deadline). Nothing polls: a waiter reads the
-// generation, then joins the object's waiters under its lock before it
-// looks at the object; whoever changes it later takes the waiters under the
-// same lock and wakes their nodes, which moves the generation. (A look took
-// the object's lock, pulling it away from the node that would signal.)
-void WaitForChange(uint32_t gen, int64_t left_ns) { Rt().WaitSyncEvent(gen, left_ns); }
-
 // Adds this node to an object's waiters. REQUIRES: its state lock is held.
 void AddWaiter(void* object, size_t offset) {
   StateWord w(object, offset);
@@ -104,6 +96,20 @@ int64_t NanosUntil(clockid_t clock, const timespec* abstime) {
   timespec now;
   clock_gettime(clock, &now);
   return (int64_t(abstime->tv_sec) - now.tv_sec) * 1'000'000'000 + (abstime->tv_nsec - now.tv_nsec);
+}
+
+// Waits for a wake-up on this node after generation `gen`, or until abstime
+// (on `clock`; none if null); false, without waiting, once abstime passed.
+// Nothing polls: a waiter reads the generation, then joins the object's
+// waiters under its lock before it looks at the object; whoever changes it
+// later takes the waiters under the same lock and wakes their nodes, which
+// moves the generation. (A look took the object's lock, pulling it away from
+// the node that would signal.)
+bool WaitForChange(uint32_t gen, clockid_t clock, const timespec* abstime) {
+  int64_t left = -1;
+  if (abstime && (left = NanosUntil(clock, abstime)) <= 0) return false;
+  Rt().WaitSyncEvent(gen, left);
+  return true;
 }
 
 // The clocks glibc accepts for timed waits.
@@ -293,12 +299,10 @@ static int CondWaitUntil(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
   while (true) {
     const uint32_t gen = Rt().SyncEventGeneration();
     if (ReadSeq(c, false) != seq) break;
-    int64_t left = -1;
-    if (abstime && (left = NanosUntil(clock, abstime)) <= 0) {
+    if (!WaitForChange(gen, clock, abstime)) {
       result = ETIMEDOUT;
       break;
     }
-    WaitForChange(gen, left);
   }
   MutexLock(m);
   return result;
@@ -457,12 +461,10 @@ static int SemWaitUntil(sem_t* s, clockid_t clock, const timespec* abstime) {
       return -1;
     }
     if (taken) return 0;
-    int64_t left = -1;
-    if (abstime && (left = NanosUntil(clock, abstime)) <= 0) {
+    if (!WaitForChange(gen, clock, abstime)) {
       errno = ETIMEDOUT;
       return -1;
     }
-    WaitForChange(gen, left);
   }
 }
 
