@@ -66,19 +66,38 @@ int CountMappings(uintptr_t lo, uintptr_t hi) {
   return rc < 0 ? rc : count;
 }
 
+// Calls put(c) for each character of a maps line but the column padding
+// the kernel inserts before the path.
+template <typename Put>
+void Collapse(const char* line, size_t len, Put&& put) {
+  for (size_t i = 0; i < len; ++i) {
+    if (line[i] == ' ' && i > 0 && line[i - 1] == ' ') continue;
+    put(line[i]);
+  }
+}
+
 std::string DescribeMappings(uintptr_t lo, uintptr_t hi) {
   std::string out;
   ForEachMapping([&](uintptr_t s, uintptr_t e, const char* line, size_t len) {
     if (s < hi && e > lo) {
       if (!out.empty()) out += "; ";
-      // Collapse the column padding the kernel inserts before the path.
-      for (size_t i = 0; i < len; ++i) {
-        if (line[i] == ' ' && i > 0 && line[i - 1] == ' ') continue;
-        out.push_back(line[i]);
-      }
+      Collapse(line, len, [&](char c) { out.push_back(c); });
     }
   });
   return out;
+}
+
+int FindMapping(uintptr_t addr, char* line, size_t cap) {
+  if (cap == 0) return -EINVAL;
+  size_t n = 0;
+  const int rc = ForEachMapping([&](uintptr_t s, uintptr_t e, const char* l, size_t len) {
+    if (addr < s || addr >= e || n != 0) return;
+    Collapse(l, len, [&](char c) {
+      if (n + 1 < cap) line[n++] = c;
+    });
+  });
+  line[n] = '\0';
+  return rc < 0 ? rc : int(n);
 }
 
 long ReadMaxMapCount() {

@@ -20,6 +20,12 @@ int CountMappings(uintptr_t lo, uintptr_t hi);
 // Empty if none (or on a read error).
 std::string DescribeMappings(uintptr_t lo, uintptr_t hi);
 
+// Copies the line of /proc/self/maps that holds addr (its padding
+// collapsed, no newline, NUL-terminated, cut at cap) into line. Returns its
+// length, 0 if no mapping holds addr, or -errno. No malloc: it may run in a
+// signal handler.
+int FindMapping(uintptr_t addr, char* line, size_t cap);
+
 // vm.max_map_count, or -errno.
 long ReadMaxMapCount();
 

@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
+
+#include "libsvm/prim/maps.h"
 
 namespace svm::prim {
 namespace {
@@ -31,6 +34,74 @@ Previous* PreviousFor(int signo) {
   return signo == SIGSEGV ? &g_prev_segv : signo == SIGBUS ? &g_prev_bus : nullptr;
 }
 
+// Faults being handled on this thread: a fault while one is (svm's own
+// code touching a protected page, or crashing) would otherwise kill the
+// process with no word, as the kernel does when the signal is blocked.
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+// A line built without malloc, for signal context.
+class Line {
+ public:
+  Line& operator<<(const char* s) {
+    while (*s != '\0' && n_ + 1 < sizeof(buf_)) buf_[n_++] = *s++;
+    return *this;
+  }
+  Line& Hex(uintptr_t v) {
+    char d[2 + 2 * sizeof(v)];
+    int i = int(sizeof(d));
+    do d[--i] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
+    d[--i] = 'x';
+    d[--i] = '0';
+    for (; i < int(sizeof(d)) && n_ + 1 < sizeof(buf_); ++i) buf_[n_++] = d[i];
+    return *this;
+  }
+  void Write() {
+    buf_[n_++] = '\n';
+    (void)!write(2, buf_, n_);
+  }
+
+ private:
+  char buf_[1024];
+  size_t n_ = 0;
+};
+
+const char* Cause(int signo, int code) {
+  if (signo == SIGSEGV && code == SEGV_MAPERR) return "no mapping at the address";
+  if (signo == SIGSEGV && code == SEGV_ACCERR) return "the mapping forbids the access";
+  if (signo == SIGBUS && code == BUS_ADRERR) return "no page behind the address";
+  return "a fault";
+}
+
+// Where a fatal fault happened, for the user and for us: the kernel's
+// default action prints nothing, and the core file is often not kept.
+void ReportFatal(int signo, const siginfo_t* info, const void* ucontext, bool nested) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  Line l;
+  l << "svm: " << (signo == SIGSEGV ? "SIGSEGV" : "SIGBUS") << " (" << Cause(signo, info->si_code)
+    << ") at ";
+  l.Hex(addr);
+  if (nested) l << ", inside svm's handler of another fault";
+#if defined(__x86_64__)
+  const uintptr_t pc = uintptr_t(static_cast<const ucontext_t*>(ucontext)->uc_mcontext.gregs[REG_RIP]);
+  l << ", pc ";
+  l.Hex(pc);
+  char where[512];
+  if (FindMapping(pc, where, sizeof(where)) > 0) l << " in [" << where << "]";
+#else
+  (void)ucontext;
+#endif
+  char what[512];
+  if (FindMapping(addr, what, sizeof(what)) > 0) l << "; the address is in [" << what << "]";
+  l.Write();
+}
+
+void RestoreDefault(int signo) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(signo, &dfl, nullptr);
+}
+
 // Hands a signal we do not own to whoever had it before.
 void Chain(int signo, siginfo_t* info, void* uc) {
   const struct sigaction& prev = PreviousFor(signo)->action;
@@ -45,23 +116,28 @@ void Chain(int signo, siginfo_t* info, void* uc) {
   // Default action: restore it and let the signal happen again. A fault
   // re-executes the instruction on return and dies of the same signal; a
   // signal sent by kill/raise (si_code <= 0) is sent again.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(signo, &dfl, nullptr);
+  RestoreDefault(signo);
   if (info->si_code <= 0) raise(signo);
+  else ReportFatal(signo, info, uc, false);
 }
 
 void OnSignal(int signo, siginfo_t* info, void* uc) {
   const int saved_errno = errno;
   if (info->si_code > 0) {  // raised by the kernel for a fault
+    if (t_depth > 0) {
+      ReportFatal(signo, info, uc, true);
+      RestoreDefault(signo);
+      return;  // the fault happens again and kills
+    }
     const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
     for (Slot& s : g_slots) {
       SignalTarget* t = s.target.load(std::memory_order_acquire);
       if (t == nullptr || s.signo.load(std::memory_order_relaxed) != signo) continue;
       if (addr >= s.lo.load(std::memory_order_relaxed) &&
           addr < s.hi.load(std::memory_order_relaxed)) {
+        ++t_depth;
         t->OnSignal(addr, uc);
+        --t_depth;
         errno = saved_errno;
         return;
       }
@@ -91,7 +167,9 @@ int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target)
     sigemptyset(&sa.sa_mask);
     // SA_ONSTACK: a fault on a thread stack that lives in the region can
     // still be handled when the thread has an alternate signal stack.
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    // SA_NODEFER: a fault inside the handler reaches it (t_depth) and is
+    // reported, where a blocked signal would kill with no word.
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     if (sigaction(signo, &sa, &prev->action) != 0) return -errno;
     prev->installed = true;
   }

@@ -436,11 +436,43 @@ void FaultOutsideRegionStillCrashes(Env& e) {
     // reports the crash and exits instead of dying of the signal.
     EXPECT_DEATH(FaultOutside(signo), "");
   } else {
-    EXPECT_EXIT(FaultOutside(signo), testing::KilledBySignal(signo), "");
+    // Dies of the signal, saying where (the kernel's default says nothing).
+    const char* report =
+        signo == SIGSEGV
+            ? "svm: SIGSEGV \\(the mapping forbids the access\\) at 0x[0-9a-f]+, pc 0x[0-9a-f]+ "
+              "in \\[[^]]*fault_test[^]]*\\]; the address is in \\[[0-9a-f]+-[0-9a-f]+ ---p"
+            : "svm: SIGBUS \\(no page behind the address\\) at 0x[0-9a-f]+, pc 0x[0-9a-f]+ "
+              "in \\[[^]]*fault_test[^]]*\\]; the address is in \\[[^]]*/memfd:svm-empty";
+    EXPECT_EXIT(FaultOutside(signo), testing::KilledBySignal(signo), report);
     // The other fault signal, which the backend does not handle, too.
     EXPECT_EXIT(FaultOutside(signo == SIGSEGV ? SIGBUS : SIGSEGV),
                 testing::KilledBySignal(signo == SIGSEGV ? SIGBUS : SIGSEGV), "");
   }
+}
+
+// A handler that itself touches a protected page of the region: the kernel
+// would kill the process with no word (the signal is blocked in its
+// handler); svm reports the nested fault, then dies of the signal.
+void FaultInsideTheHandlerIsReported(Env& e) {
+  if (kAsan) GTEST_SKIP() << "skipped [ASan's handler reports instead]";
+  const int signo = SignalOf(e.backend);
+  class Nested : public FaultHandler {
+   public:
+    explicit Nested(Region* r) : region_(r) {}
+    void OnFault(PageId, Access) override { (void)Read(region_->AppPage(7)); }
+
+   private:
+    Region* region_;
+  };
+  EXPECT_EXIT(
+      {
+        Nested nested(e.region.get());
+        e.trap.reset();
+        if (!FaultTrap::Open(e.backend, e.region.get(), &nested, &e.trap).ok()) _exit(3);
+        (void)Read(e.app(3));
+        _exit(0);
+      },
+      testing::KilledBySignal(signo), "inside svm's handler of another fault, pc 0x[0-9a-f]+");
 }
 
 void SigUserHandler(int, siginfo_t* info, void*) {
@@ -515,6 +547,7 @@ const Case kCases[] = {
     {"MprotectVmaBudget", kMprot, 0, MprotectVmaBudget},
     {"OneTrapPerRegion", kAny, kExactAccess, OneTrapPerRegion},
     {"FaultOutsideRegionStillCrashes", kSignals, kDeathTests, FaultOutsideRegionStillCrashes},
+    {"FaultInsideTheHandlerIsReported", kSignals, kDeathTests, FaultInsideTheHandlerIsReported},
     {"ChainsToThePreviousHandler", kSignals, kDeathTests | kOwnSetup,
      ChainsToThePreviousHandler},
 };
