@@ -352,8 +352,10 @@ void PrepareKernelBufs(KernelBufs bufs, int attempt) {
 // getcwd(NULL, n) makes glibc allocate the buffer (the shared heap, for a
 // program thread: a fresh page the kernel cannot fill). So the buffer is
 // allocated here, prefaulted, and trimmed as glibc would.
+SVM_NEXT_FN(real_getcwd, char* (*)(char*, size_t), "getcwd");
+
 char* Getcwd(char* buf, size_t n) {
-  static const auto real = NextSymbol<char* (*)(char*, size_t)>("getcwd");
+  const auto real = real_getcwd.get();
   if (buf != nullptr || !Gated()) return Gate({Out(buf, n)}, [&] { return real(buf, n); });
   const size_t cap = n != 0 ? n : PATH_MAX;
   auto* own = static_cast<char*>(malloc(cap));
@@ -374,15 +376,23 @@ void CheckObjectSize(size_t n, size_t object_len) {
   if (n > object_len) __chk_fail();
 }
 
+SVM_NEXT_FN(real_clock_nanosleep, decltype(&::clock_nanosleep), "clock_nanosleep");
+
 int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
-  static const auto real = NextSymbol<decltype(&::clock_nanosleep)>("clock_nanosleep");
+  const auto real = real_clock_nanosleep.get();
   return GateErr({InOf(req), OutOf(rem)}, [&] { return real(clock, flags, req, rem); });
 }
+
+// Not a function-local static: its guard would recurse. libstdc++ waits
+// for a static being initialised by another thread with syscall(SYS_futex),
+// which is this function, whose own static was the one being initialised:
+// two threads' first syscall() at once overflowed the waiter's stack.
+SVM_NEXT_FN(real_syscall, long (*)(long, ...), "syscall");
 
 // syscall(2): nothing says which arguments are pointers; every argument
 // that points into shared memory is treated as a buffer of unknown size.
 long Syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
-  static const auto real = NextSymbol<long (*)(long, ...)>("syscall");
+  const auto real = real_syscall.get();
   auto any = [](long v) { return Any(reinterpret_cast<const void*>(v)); };
   return Gate({any(a1), any(a2), any(a3), any(a4), any(a5), any(a6)},
               [&] { return real(number, a1, a2, a3, a4, a5, a6); });
