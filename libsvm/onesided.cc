@@ -150,6 +150,11 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
   } else {
     PostNow(wrs);
   }
+  TrackOp(id, std::move(op));
+}
+
+// In a map node kept from an earlier operation when there is one.
+void Runtime::TrackOp(uint64_t id, std::unique_ptr<OneSided> op) {
   if (spare_nodes_.empty()) {
     os_ops_.emplace(id, std::move(op));
     return;
@@ -262,7 +267,7 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
     std::atomic_ref<uint64_t>(home_words_[p]).compare_exchange_strong(old, uint64_t(self()) + 1,
                                                                       std::memory_order_acq_rel);
     const uint64_t id = next_wr_++;
-    os_ops_.emplace(id, std::move(op));
+    TrackOp(id, std::move(op));
     nic::Completion c;
     c.wr_id = id;
     c.op = nic::Opcode::kCas;

@@ -266,6 +266,7 @@ class Runtime final : public Host {
   // Posts wrs (every one carrying op's wr id); the op is then in flight.
   // REQUIRES: mu_ held.
   std::unique_ptr<OneSided> NewOp(uint8_t kind);
+  void TrackOp(uint64_t id, std::unique_ptr<OneSided> op);  // REQUIRES: mu_ held
   void RecycleOp(std::unique_ptr<OneSided> op);
   void PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequest> wrs);
   // While one lives, PostOneSided gathers the requests; the last to go posts

@@ -252,7 +252,7 @@ void Node::Poll() {
     Page& pg = pages_.At(p);
     if (!VersionCovers(p, pg.need)) return false;
     SyncProtection(p, pg);
-    WakeAll(&pg.waiters);
+    WakeWaiters(pg);
     return true;
   });
 }

@@ -288,7 +288,7 @@ class Node {
   void RequestPage(PageId p, Page& pg, uint32_t count = 1);
   // A page fetched ahead went unused: smaller runs from now on.
   void AheadUnused();
-  void WakeAll(std::vector<ThreadId>* waiters);
+  void WakeWaiters(Page& pg);  // the threads blocked on the page
   void Invalidate(PageId p, NodeId writer, IntervalId interval);
   Status CheckHomedHere(PageId p);
   bool ServesAhead(PageId q);

@@ -268,9 +268,9 @@ void Node::TrackMarked() {
   });
 }
 
-void Node::WakeAll(std::vector<ThreadId>* waiters) {
-  for (ThreadId t : *waiters) host_->Wake(t);
-  waiters->clear();
+void Node::WakeWaiters(Page& pg) {
+  for (ThreadId t : pg.waiters) host_->Wake(t);
+  pg.waiters.clear();
 }
 
 Outcome Node::Fault(ThreadId t, PageId p, Access a) {
@@ -616,7 +616,7 @@ Status Node::OnDiff(NodeId from, DiffMessage& m) {
   ServeFetches(m.page, pg);
   if (VersionCovers(m.page, pg.need)) {
     SyncProtection(m.page, pg);
-    WakeAll(&pg.waiters);
+    WakeWaiters(pg);
   }
   return Status::Ok();
 }
@@ -707,7 +707,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
     pg.watched = true;
   }
   SyncProtection(p, pg);
-  WakeAll(&pg.waiters);
+  WakeWaiters(pg);
 }
 
 Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
@@ -754,7 +754,7 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     pg.run = 1;
     stats_.fetches++;
   }
-  WakeAll(&pg.waiters);
+  WakeWaiters(pg);
   return Status::Ok();
 }
 
@@ -780,7 +780,7 @@ Status Node::OnHomeClaimed(PageId p, uint64_t word, std::span<const uint64_t> fo
   pg.claiming = false;
   pg.home = home;
   LearnFollowingHomes(p, home, same);
-  WakeAll(&pg.waiters);
+  WakeWaiters(pg);
   return Status::Ok();
 }
 

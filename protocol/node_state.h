@@ -1,6 +1,7 @@
 // Private to node*.cc: the per-page, per-lock and per-barrier state of a Node.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -48,7 +49,9 @@ struct Node::Page {
   Ahead strided = Ahead::kNo;  // the fetch out is one along a stride
   VectorTime need;         // version a copy must have (from applied notices)
   uint8_t* twin = nullptr;  // a page of Node::twin_slabs_ (MakeTwin, DropTwin)
-  std::vector<ThreadId> waiters;  // local threads blocked on this page
+  // Local threads blocked on this page; rarely more than one or two, and
+  // a page's first fault must not allocate.
+  boost::container::small_vector<ThreadId, 2> waiters;
 
   struct PendingFetch {
     NodeId from;

@@ -3,10 +3,14 @@
 // Entry m is the newest interval of node m that the holder has seen (for a
 // node's "known" vector: has write notices for; for a thread's view: has
 // applied). Comparisons are the usual partial order of vector clocks.
-// A value type; not thread-safe.
+// A value type; not thread-safe. Jobs of up to kInline nodes keep the
+// entries in the object: a page's, a message's or a fetch's vector time
+// costs no heap allocation (they were most of the fault path's).
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,14 +20,16 @@ namespace svm {
 
 class VectorTime {
  public:
+  static constexpr size_t kInline = 8;
+
   VectorTime() = default;
   explicit VectorTime(size_t nodes) : t_(nodes, 0) {}
-  explicit VectorTime(std::vector<IntervalId> t) : t_(std::move(t)) {}
+  explicit VectorTime(const std::vector<IntervalId>& t) : t_(t.begin(), t.end()) {}
 
   size_t size() const { return t_.size(); }
   IntervalId operator[](NodeId n) const { return t_[n]; }
   IntervalId& operator[](NodeId n) { return t_[n]; }
-  const std::vector<IntervalId>& entries() const { return t_; }
+  std::span<const IntervalId> entries() const { return {t_.data(), t_.size()}; }
   // `nodes` entries, all zero, in the storage this one has (no allocation
   // when it held as many before).
   void Reset(size_t nodes) { t_.assign(nodes, 0); }
@@ -39,7 +45,7 @@ class VectorTime {
   std::string ToString() const;
 
  private:
-  std::vector<IntervalId> t_;
+  boost::container::small_vector<IntervalId, kInline> t_;
 };
 
 }  // namespace svm

@@ -25,8 +25,27 @@ TEST(VectorTimeTest, ConstructionAndAccess) {
   EXPECT_EQ(z, V({0, 0, 0}));
   z[1] = 7;
   EXPECT_EQ(z[1], 7u);
-  EXPECT_EQ(z.entries(), (std::vector<IntervalId>{0, 7, 0}));
+  EXPECT_EQ(std::vector<IntervalId>(z.entries().begin(), z.entries().end()),
+            (std::vector<IntervalId>{0, 7, 0}));
   EXPECT_EQ(VectorTime().size(), 0u);
+}
+
+// Up to kInline entries live in the object (no heap allocation); more go to
+// the heap and behave the same.
+TEST(VectorTimeTest, SmallVectorsLiveInTheObject) {
+  for (size_t n : {size_t(1), VectorTime::kInline, VectorTime::kInline + 1, size_t(256)}) {
+    VectorTime v(n);
+    v[NodeId(n - 1)] = 5;
+    const auto* at = reinterpret_cast<const char*>(v.entries().data());
+    const auto* self = reinterpret_cast<const char*>(&v);
+    EXPECT_EQ(at >= self && at < self + sizeof(v), n <= VectorTime::kInline) << n;
+    VectorTime copy = v;
+    EXPECT_EQ(copy, v);
+    copy.Merge(VectorTime(n));
+    EXPECT_EQ(copy[NodeId(n - 1)], 5u);
+    v.Reset(n);
+    EXPECT_EQ(v, VectorTime(n));
+  }
 }
 
 TEST(VectorTimeTest, ExamplesOfEachRelation) {
