@@ -180,7 +180,7 @@ class Nic {
   Status Validate(const WorkRequest& wr) const;
 
   // Empty, with the storage of a recycled message where there is one.
-  std::vector<uint8_t> RecvBuffer() { return pool_.Take(); }
+  std::vector<uint8_t> RecvBuffer(size_t need) { return pool_.Take(need); }
 
  private:
   NodeId self_;

@@ -72,13 +72,13 @@ PageId HomeMap::ManagerBlockEnd(PageId p) const {
 
 NodeId Directory::Claim(PageId p, NodeId claimant) {
   assert(claimant != kNoNode);
-  // try_emplace leaves an existing entry alone: the first claim stays the winner.
-  return homes_.try_emplace(p, claimant).first->second;
+  // Get leaves an existing entry alone: the first claim stays the winner.
+  return homes_.Get(p, claimant);
 }
 
 NodeId Directory::Lookup(PageId p) const {
-  auto it = homes_.find(p);
-  return it == homes_.end() ? kNoNode : it->second;
+  const NodeId* home = homes_.Find(p);
+  return home == nullptr ? kNoNode : *home;
 }
 
 }  // namespace svm

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 
 #include "util/status.h"
+#include "protocol/page_table.h"
 #include "protocol/types.h"
 
 namespace svm {
@@ -71,7 +71,7 @@ class Directory {
   size_t size() const { return homes_.size(); }
 
  private:
-  std::unordered_map<PageId, NodeId> homes_;
+  PageTable<NodeId> homes_;  // no allocation per page (a first touch is a fault)
 };
 
 }  // namespace svm

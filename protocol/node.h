@@ -438,6 +438,7 @@ class Node {
   }
 
   Message tx_;             // see Outgoing
+  Message served_;         // ServeFetches' PageReply, storage kept likewise
   Message rx_;             // Receive decodes into it, reusing its storage
   bool receiving_ = false; // a Receive is under way (rx_ is taken)
   NodeStats stats_;

@@ -584,7 +584,11 @@ void Node::ServeFetches(PageId p, Page& pg) {
     if (!ready(f)) return false;
     // The pages ahead go as they are: the requester drops a copy too old.
     const PageId end = std::min<PageId>({host_->FramesEnd(p), p + f.count, config_.geometry.pages});
-    PageReply reply{p, {version}, {}};
+    if (!std::holds_alternative<PageReply>(served_)) served_.emplace<PageReply>();
+    PageReply& reply = std::get<PageReply>(served_);  // storage kept from the last reply
+    reply.page = p;
+    reply.versions.resize(1);
+    reply.versions[0] = version;
     for (PageId q = p + 1; q < end && ServesAhead(q); ++q) {
       Mark(q);
       reply.versions.push_back(Version(q));
@@ -592,7 +596,7 @@ void Node::ServeFetches(PageId p, Page& pg) {
     reply.data.resize(reply.versions.size() * page_size);
     for (size_t i = 0; i < reply.versions.size(); ++i)
       std::memcpy(reply.data.data() + i * page_size, host_->Frame(p + i).data(), page_size);
-    Send(f.from, reply);
+    Send(f.from, served_);
     return true;
   });
 }

@@ -164,7 +164,7 @@ void OfiNicImpl::HandleRecvLen(uint32_t index, size_t len) {
       case OfiMsg::kData: {
         Message m;
         m.from = from;
-        m.bytes = RecvBuffer();
+        m.bytes = RecvBuffer(len - sizeof h);
         m.bytes.assign(buf + sizeof h, buf + len);
         recv_queue().Push(std::move(m));
         if (++p.owed >= kOfiCredits / 2) GiveCredits(from);

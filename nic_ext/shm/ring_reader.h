@@ -28,10 +28,10 @@ class RingReader {
   // message. On kTooMuch / kTooLong nothing more can be read from this ring.
   template <typename Deliver>
   Result Read(const uint8_t* ring, uint32_t size, uint64_t* head, uint64_t tail, NodeId from, Deliver&& deliver) {
-    return Read(ring, size, head, tail, from, deliver, [] { return std::vector<uint8_t>(); });
+    return Read(ring, size, head, tail, from, deliver, [](size_t) { return std::vector<uint8_t>(); });
   }
-  // As above; storage() gives each message's buffer (empty, maybe with
-  // capacity to reuse).
+  // As above; storage(length) gives each message's buffer (empty, maybe
+  // with capacity to reuse).
   template <typename Deliver, typename Storage>
   Result Read(const uint8_t* ring, uint32_t size, uint64_t* head, uint64_t tail, NodeId from, Deliver&& deliver,
               Storage&& storage) {
@@ -46,7 +46,7 @@ class RingReader {
         want_ = coding::DecodeFixed<uint32_t>(length_);
         if (want_ > kMaxMessage) return Result::kTooLong;
         partial_.from = from;
-        partial_.bytes = storage();
+        partial_.bytes = storage(want_);
         partial_.bytes.reserve(want_);
       }
       const size_t have = partial_.bytes.size();

@@ -107,7 +107,7 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
   if (to == self()) {
     Message m;
     m.from = self();
-    m.bytes = RecvBuffer();
+    m.bytes = RecvBuffer(wr.Bytes());
     m.bytes.reserve(wr.Bytes());
     for (uint32_t i = 0; i < wr.num_sge; ++i) {
       auto* b = static_cast<const uint8_t*>(wr.sge[i].addr);
@@ -223,7 +223,7 @@ bool ShmNicImpl::Drain() {
           recv_queue().Push(std::move(m));
           n_drained_.fetch_add(1, std::memory_order_relaxed);
         },
-        [this] { return RecvBuffer(); });
+        [this](size_t need) { return RecvBuffer(need); });
     if (r == RingReader::Result::kTooLong) {
       spdlog::error("shm: node {}: a message of {} bytes from node {} (at most {}); cutting it off", self(),
                     p.reader.want(), s, kMaxMessage);

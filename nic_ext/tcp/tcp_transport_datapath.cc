@@ -602,7 +602,7 @@ bool TcpNicImpl::HandleFrame(Conn& c, const frame::Frame& f, std::string* error)
     case frame::Type::kSend: {
       Message m;
       m.from = from;
-      m.bytes = RecvBuffer();
+      m.bytes = RecvBuffer(f.data.size());
       m.bytes.assign(f.data.begin(), f.data.end());
       recv_queue().Push(std::move(m));
       return true;

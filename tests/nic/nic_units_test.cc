@@ -1,4 +1,5 @@
-// The backend-independent pieces: LockTable, RegionTable, WaitQueue, Validate.
+// The backend-independent pieces: LockTable, RegionTable, WaitQueue, Validate,
+// and the received messages' BufferPool.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -6,6 +7,7 @@
 #include "nic_ext/lock_table.h"
 #include "nic_ext/queue.h"
 #include "nic_ext/region_table.h"
+#include "util/buffer_pool.h"
 
 namespace svm::nic {
 namespace {
@@ -14,6 +16,26 @@ struct Req {
   NodeId node = 0;
   int tag = 0;
 };
+
+// A received message gets the kept buffer that fits it best, so a page run
+// does not grow a lock message's buffer (an allocation and a copy).
+TEST(BufferPoolTest, TakesTheSmallestBufferThatFitsElseTheLargest) {
+  BufferPool pool(8, 1 << 20);
+  for (size_t cap : {64u, 65536u, 4096u, 256u}) {
+    std::vector<uint8_t> b;
+    b.reserve(cap);
+    pool.Give(std::move(b));
+  }
+  EXPECT_EQ(pool.Take(3000).capacity(), 4096u);
+  EXPECT_EQ(pool.Take(100).capacity(), 256u);
+  EXPECT_EQ(pool.Take(1 << 19).capacity(), 65536u);  // none fits: the largest
+  EXPECT_EQ(pool.Take(0).capacity(), 64u);
+  EXPECT_EQ(pool.Take(0).capacity(), 0u);  // empty
+  std::vector<uint8_t> big;
+  big.reserve(2 << 20);
+  pool.Give(std::move(big));  // over max_bytes: not kept
+  EXPECT_EQ(pool.Take(0).capacity(), 0u);
+}
 
 TEST(LockTableTest, GrantsInFifoOrderAndOnlyOwnersRelease) {
   LockTable<Req> t;
