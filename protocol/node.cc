@@ -52,6 +52,17 @@ void Node::Send(NodeId to, const Message& m) {
   host_->Send(to, std::move(bytes));
 }
 
+void Node::SendPageReply(NodeId to, PageId page, std::span<const VectorTime> versions,
+                         std::span<const std::span<const uint8_t>> frames) {
+  assert(to != config_.self && to < nodes());
+  std::vector<uint8_t> bytes = host_->SendBuffer();
+  wire::EncodePageReply(page, versions, frames, config_.epoch, &bytes);
+  const auto type = static_cast<size_t>(MessageType::kPageReply);
+  stats_.messages_sent[type]++;
+  stats_.bytes_sent[type] += bytes.size();
+  host_->Send(to, std::move(bytes));
+}
+
 Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
   if (from >= nodes() || from == config_.self)
     return Status::InvalidArgument("message from an impossible sender");

@@ -353,6 +353,10 @@ class Node {
   // dw: moves notices deposited by peers into the bins.
   void TakeDeposits();
   void Send(NodeId to, const Message& m);
+  // A PageReply straight from the frames: the page lands in the SEND
+  // buffer in one copy.
+  void SendPageReply(NodeId to, PageId page, std::span<const VectorTime> versions,
+                     std::span<const std::span<const uint8_t>> frames);
   NodeId nodes() const { return config_.geometry.nodes; }
 
   NodeConfig config_;
@@ -438,7 +442,7 @@ class Node {
   }
 
   Message tx_;             // see Outgoing
-  Message served_;         // ServeFetches' PageReply, storage kept likewise
+  std::vector<VectorTime> served_;  // ServeFetches' versions, storage kept
   Message rx_;             // Receive decodes into it, reusing its storage
   bool receiving_ = false; // a Receive is under way (rx_ is taken)
   NodeStats stats_;

@@ -584,19 +584,17 @@ void Node::ServeFetches(PageId p, Page& pg) {
     if (!ready(f)) return false;
     // The pages ahead go as they are: the requester drops a copy too old.
     const PageId end = std::min<PageId>({host_->FramesEnd(p), p + f.count, config_.geometry.pages});
-    if (!std::holds_alternative<PageReply>(served_)) served_.emplace<PageReply>();
-    PageReply& reply = std::get<PageReply>(served_);  // storage kept from the last reply
-    reply.page = p;
-    reply.versions.resize(1);
-    reply.versions[0] = version;
+    served_.resize(1);  // storage kept from the last reply
+    served_[0] = version;
     for (PageId q = p + 1; q < end && ServesAhead(q); ++q) {
       Mark(q);
-      reply.versions.push_back(Version(q));
+      served_.push_back(Version(q));
     }
-    reply.data.resize(reply.versions.size() * page_size);
-    for (size_t i = 0; i < reply.versions.size(); ++i)
-      std::memcpy(reply.data.data() + i * page_size, host_->Frame(p + i).data(), page_size);
-    Send(f.from, served_);
+    std::span<const uint8_t> frames[kMaxPageRun];  // f.count <= kMaxPageRun (wire::Decode)
+    assert(served_.size() <= kMaxPageRun);
+    for (size_t i = 0; i < served_.size(); ++i)
+      frames[i] = {host_->Frame(p + i).data(), page_size};
+    SendPageReply(f.from, p, served_, std::span(frames, served_.size()));
     return true;
   });
 }

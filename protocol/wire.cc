@@ -352,18 +352,48 @@ Status DecodeAs(BodyReader& r, Message* out, bool reuse) {
 
 }  // namespace
 
-void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out) {
-  Writer w(out);
-  size_t start = w.size();
+namespace {
+
+// Writes a header whose body length EndMessage patches; returns its offset.
+size_t BeginMessage(Writer& w, MessageType type, uint32_t epoch) {
+  const size_t start = w.size();
   w.PutU32(kMagic);
   w.PutU16(kVersion);
-  w.PutU16(static_cast<uint16_t>(TypeOf(m)));
-  w.PutU32(0);  // body length, patched below
+  w.PutU16(static_cast<uint16_t>(type));
+  w.PutU32(0);
   w.PutU32(epoch);
-  std::visit([&w](const auto& body) { PutBody(w, body); }, m);
-  size_t body = w.size() - start - kHeaderBytes;
+  return start;
+}
+
+void EndMessage(Writer& w, size_t start) {
+  const size_t body = w.size() - start - kHeaderBytes;
   assert(body <= kMaxBodyBytes);
   w.PatchU32(start + kLengthOffset, static_cast<uint32_t>(body));
+}
+
+}  // namespace
+
+void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out) {
+  Writer w(out);
+  const size_t start = BeginMessage(w, TypeOf(m), epoch);
+  std::visit([&w](const auto& body) { PutBody(w, body); }, m);
+  EndMessage(w, start);
+}
+
+void EncodePageReply(PageId page, std::span<const VectorTime> versions,
+                     std::span<const std::span<const uint8_t>> pages, uint32_t epoch,
+                     std::vector<uint8_t>* out) {
+  Writer w(out);
+  const size_t start = BeginMessage(w, MessageType::kPageReply, epoch);
+  w.PutU64(page);
+  w.PutU32(static_cast<uint32_t>(versions.size()));
+  for (const VectorTime& v : versions) PutVector(w, v);
+  size_t bytes = 0;
+  for (std::span<const uint8_t> p : pages) bytes += p.size();
+  assert(bytes <= UINT32_MAX);
+  w.PutU32(static_cast<uint32_t>(bytes));  // as PutLengthPrefixed
+  for (std::span<const uint8_t> p : pages) w.PutBytes(p);
+  EndMessage(w, start);
 }
 
 std::vector<uint8_t> Encode(const Message& m, uint32_t epoch) {

@@ -38,6 +38,11 @@ struct Header {
 // Appends the encoding of m (header and body) to *out.
 void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out);
 std::vector<uint8_t> Encode(const Message& m, uint32_t epoch);
+// The bytes of a PageReply whose data are `pages` one after the other (a
+// home's frames), appended to *out without first copying them together.
+void EncodePageReply(PageId page, std::span<const VectorTime> versions,
+                     std::span<const std::span<const uint8_t>> pages, uint32_t epoch,
+                     std::vector<uint8_t>* out);
 
 // Decodes just the header (first kHeaderBytes of bytes). Checks magic,
 // version, type and the length bound.

@@ -221,6 +221,28 @@ TEST(Wire, DecodeReusingMatchesDecodeAndKeepsStorage) {
   EXPECT_EQ(std::get<PageReply>(scratch).versions[1].entries().data(), time);
 }
 
+// A home encodes its replies from the frames; the bytes are those of the
+// PageReply with the frames copied together.
+TEST(Wire, PageReplyFromFramesEncodesAsThePageReply) {
+  for (size_t pages : {0, 1, 3}) {
+    std::vector<std::vector<uint8_t>> frames;
+    std::vector<std::span<const uint8_t>> views;
+    PageReply reply{77, {}, {}};
+    for (size_t i = 0; i < pages; ++i) {
+      frames.emplace_back(4096, uint8_t(0x10 + i));
+      frames.back()[i] = 0xee;
+      reply.data.insert(reply.data.end(), frames.back().begin(), frames.back().end());
+      reply.versions.push_back(VectorTime(std::vector<IntervalId>{uint32_t(i), 2, 3}));
+    }
+    for (const auto& f : frames) views.emplace_back(f);
+    std::vector<uint8_t> out = {1, 2};  // appended to what is there
+    EncodePageReply(77, reply.versions, views, kEpoch, &out);
+    std::vector<uint8_t> want = {1, 2};
+    Encode(Message(reply), kEpoch, &want);
+    EXPECT_EQ(out, want) << pages;
+  }
+}
+
 TEST(Wire, EveryTruncationRejected) {
   for (const Message& m : Samples()) {
     SCOPED_TRACE(Name(m));
