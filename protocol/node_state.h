@@ -1,7 +1,6 @@
 // Private to node*.cc: the per-page, per-lock and per-barrier state of a Node.
 #pragma once
 
-#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "protocol/node.h"
+#include "util/small_vector.h"
 
 namespace svm {
 
@@ -51,7 +51,7 @@ struct Node::Page {
   uint8_t* twin = nullptr;  // a page of Node::twin_slabs_ (MakeTwin, DropTwin)
   // Local threads blocked on this page; rarely more than one or two, and
   // a page's first fault must not allocate.
-  boost::container::small_vector<ThreadId, 2> waiters;
+  SmallVector<ThreadId, 2> waiters;
 
   struct PendingFetch {
     NodeId from;

@@ -8,13 +8,13 @@
 // costs no heap allocation (they were most of the fault path's).
 #pragma once
 
-#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "protocol/types.h"
+#include "util/small_vector.h"
 
 namespace svm {
 
@@ -45,7 +45,7 @@ class VectorTime {
   std::string ToString() const;
 
  private:
-  boost::container::small_vector<IntervalId, kInline> t_;
+  SmallVector<IntervalId, kInline> t_;
 };
 
 }  // namespace svm
