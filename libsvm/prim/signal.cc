@@ -34,10 +34,14 @@ Previous* PreviousFor(int signo) {
   return signo == SIGSEGV ? &g_prev_segv : signo == SIGBUS ? &g_prev_bus : nullptr;
 }
 
-// Faults being handled on this thread: a fault while one is (svm's own
-// code touching a protected page, or crashing) would otherwise kill the
-// process with no word, as the kernel does when the signal is blocked.
-thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+// Faults of each signal being handled on this thread ([0] SIGSEGV, [1]
+// SIGBUS). Another of the same signal meanwhile (svm's own code, or the
+// handler chained to, touching a protected page or crashing) dies as it
+// did while the handler blocked its signal, but says so first: the kernel
+// kills with no word.
+thread_local int t_depth[2] __attribute__((tls_model("initial-exec"))) = {0, 0};
+
+int& Depth(int signo) { return t_depth[signo == SIGBUS ? 1 : 0]; }
 
 // A line built without malloc, for signal context.
 class Line {
@@ -123,8 +127,9 @@ void Chain(int signo, siginfo_t* info, void* uc) {
 
 void OnSignal(int signo, siginfo_t* info, void* uc) {
   const int saved_errno = errno;
+  int& depth = Depth(signo);
   if (info->si_code > 0) {  // raised by the kernel for a fault
-    if (t_depth > 0) {
+    if (depth > 0) {
       ReportFatal(signo, info, uc, true);
       RestoreDefault(signo);
       return;  // the fault happens again and kills
@@ -135,15 +140,17 @@ void OnSignal(int signo, siginfo_t* info, void* uc) {
       if (t == nullptr || s.signo.load(std::memory_order_relaxed) != signo) continue;
       if (addr >= s.lo.load(std::memory_order_relaxed) &&
           addr < s.hi.load(std::memory_order_relaxed)) {
-        ++t_depth;
+        ++depth;
         t->OnSignal(addr, uc);
-        --t_depth;
+        --depth;
         errno = saved_errno;
         return;
       }
     }
   }
+  ++depth;
   Chain(signo, info, uc);
+  --depth;
   errno = saved_errno;
 }
 
@@ -167,7 +174,7 @@ int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target)
     sigemptyset(&sa.sa_mask);
     // SA_ONSTACK: a fault on a thread stack that lives in the region can
     // still be handled when the thread has an alternate signal stack.
-    // SA_NODEFER: a fault inside the handler reaches it (t_depth) and is
+    // SA_NODEFER: a fault inside the handler reaches it (Depth) and is
     // reported, where a blocked signal would kill with no word.
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     if (sigaction(signo, &sa, &prev->action) != 0) return -errno;
