@@ -17,19 +17,14 @@ each NIC swap sends one request, straight to the holder, and each request
 gets one grant. The program starts threads on the other node (spawn
 requests), so those locks are exercised.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--svmrun", required=True)
-ap.add_argument("--preload", required=True)
-ap.add_argument("--program", required=True)
-ap.add_argument("--workdir", required=True)
-ap.add_argument("--modes", default="base,dw,rf,dd,nil")
-args = ap.parse_args()
+import e2e
+from e2e import check
+
+args = e2e.parse_args(modes="base,dw,rf,dd,nil")
 
 THREADS = 4
 # Handler kinds each mode must never run (cumulative, as the modes are).
@@ -37,24 +32,11 @@ THREADS = 4
 # directory handler.
 OFFLOADED = {"base": [], "dw": [], "rf": ["fetch", "directory"], "dd": ["fetch", "diff", "directory"],
              "nil": ["fetch", "diff", "directory"]}
-failures = []
-
-
-def check(name, ok, detail=""):
-    print("%-56s %s%s" % (name, "ok" if ok else "FAILED", "" if ok else ": " + detail))
-    if not ok:
-        failures.append(name)
-    return ok
 
 
 def run(mode):
-    os.makedirs(args.workdir, exist_ok=True)
-    out = os.path.join(args.workdir, "modes_e2e_%s.json" % mode)
-    if os.path.exists(out):
-        os.remove(out)
-    cmd = [args.svmrun, "-n", "2", "-t", "2", "--mode", mode, "--timeout", "60", "--stats", out,
-           "--preload", args.preload, "--", args.program, str(THREADS), "main-works"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    p, out = e2e.run_stats(args, "modes_e2e_" + mode, ["-n", "2", "-t", "2", "--mode", mode],
+                           [str(THREADS), "main-works"])
     if not check("%s: svmrun exits 0 and the program says ok" % mode,
                  p.returncode == 0 and p.stdout.startswith("ok"),
                  "rc %d, stdout %r, stderr tail %r" % (p.returncode, p.stdout, p.stderr[-2000:])):
@@ -100,5 +82,5 @@ for m in modes:
         got = c.get(counter, 0)
         check("%s: %s %s" % (m, counter, "counted" if want else "zero"), (got > 0) == want, str(got))
 
-print("modes_e2e: %d failed" % len(failures))
-sys.exit(1 if failures else 0)
+print("modes_e2e: %d failed" % len(e2e.failures))
+sys.exit(1 if e2e.failures else 0)

@@ -6,41 +6,22 @@ per program thread, each thread's categories summing to its elapsed time
 (loosely), barriers and remote acquires counted, phases reported, and that
 svm-plot writes a PNG. Prints one line per check and a summary line.
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--svmrun", required=True)
-ap.add_argument("--preload", required=True)
-ap.add_argument("--program", required=True)
-ap.add_argument("--plot", required=True)
-ap.add_argument("--workdir", required=True)
-args = ap.parse_args()
+import e2e
+from e2e import check
+
+args = e2e.parse_args("--plot")
 
 THREADS = 4
-failures = []
 
-
-def check(name, ok, detail=""):
-    print("%-50s %s%s" % (name, "ok" if ok else "FAILED", "" if ok else ": " + detail))
-    if not ok:
-        failures.append(name)
-    return ok
-
-
-os.makedirs(args.workdir, exist_ok=True)
-out = os.path.join(args.workdir, "stats_e2e.json")
 png = os.path.join(args.workdir, "stats_e2e.png")
-for f in (out, png):
-    if os.path.exists(f):
-        os.remove(f)
-
-cmd = [args.svmrun, "-n", "2", "-t", "2", "--timeout", "60", "--stats", out, "--preload", args.preload,
-       "--", args.program, str(THREADS)]
-p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+p, out = e2e.run_stats(args, "stats_e2e", ["-n", "2", "-t", "2"], [str(THREADS)])
+if os.path.exists(png):
+    os.remove(png)
 sys.stderr.write(p.stderr)
 if not check("svmrun exits 0 and the program says ok", p.returncode == 0 and p.stdout.startswith("ok"),
              "rc %d, stdout %r" % (p.returncode, p.stdout)):
@@ -174,5 +155,5 @@ else:
           and lines[panel + 2].endswith("handler (busy)") and lines[panel + 3].startswith("  node 1: "),
           e.stdout)
 
-print("stats_e2e: %d failed" % len(failures))
-sys.exit(1 if failures else 0)
+print("stats_e2e: %d failed" % len(e2e.failures))
+sys.exit(1 if e2e.failures else 0)
