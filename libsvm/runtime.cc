@@ -221,6 +221,7 @@ Status Runtime::OpenGlobals() {
   ro.base = g.start;
   ro.size = size;
   ro.name = "svm-globals";
+  ro.dump_app = true;  // the program's globals belong in its core
   munmap(reinterpret_cast<void*>(g.start), size);
   Status st = prim::Region::Create(ro, &seg->region);
   if (!st.ok()) {

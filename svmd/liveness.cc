@@ -1,7 +1,11 @@
 #include "svmd/liveness.h"
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace svm::svmd {
@@ -25,7 +29,49 @@ char ProcessState(pid_t pid) {
   return rp && rp[1] == ' ' ? rp[2] : 0;
 }
 
+unsigned long StatFlags(std::string_view stat) {
+  // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may
+  // hold spaces and parentheses, so count fields after the last ')'.
+  const size_t rp = stat.rfind(')');
+  if (rp == std::string_view::npos) return 0;
+  std::string_view rest = stat.substr(rp + 1);
+  for (int field = 3; field <= 9; ++field) {
+    const size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) return 0;
+    rest.remove_prefix(start);
+    const size_t end = std::min(rest.find(' '), rest.size());
+    if (field == 9) return std::strtoul(std::string(rest.substr(0, end)).c_str(), nullptr, 10);
+    rest.remove_prefix(end);
+  }
+  return 0;
+}
+
+bool DumpingCore(pid_t pid) {
+  constexpr unsigned long kPfDumpcore = 0x200;  // include/linux/sched.h
+  char dir[64];
+  std::snprintf(dir, sizeof(dir), "/proc/%d/task", int(pid));
+  DIR* d = opendir(dir);
+  if (!d) return false;
+  bool dumping = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char path[128], buf[512] = {};
+    std::snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (!f) continue;
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    if (StatFlags(std::string_view(buf, n)) & kPfDumpcore) {
+      dumping = true;
+      break;
+    }
+  }
+  closedir(d);
+  return dumping;
+}
+
 std::string DescribeSilence(pid_t pid) {
+  if (DumpingCore(pid)) return "crashed and is writing a core dump";
   switch (ProcessState(pid)) {
     case 'T':
     case 't': return "stopped (SIGSTOP, or a debugger)";

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace svm::svmd {
 
@@ -32,9 +33,19 @@ char ProcessState(pid_t pid);
 // kernel (uninterruptible sleep).
 inline bool Unresponsive(char state) { return state == 'T' || state == 't' || state == 'D'; }
 
-// Why a local process may be silent, from /proc: "stopped (SIGSTOP, or a
-// debugger)", "stuck in the kernel (state D)", or "not answering (cut off,
-// or starved of CPU)".
+// The flags field of a /proc/.../stat line (the kernel's PF_* of the task),
+// or 0 if the line does not parse.
+unsigned long StatFlags(std::string_view stat);
+
+// Whether a local process is writing a core dump: one of its tasks has
+// PF_DUMPCORE. It crashed, stops answering while the core is written (a
+// node's core holds its shared regions: seconds for a GiB), and killing it
+// then would cut the core short; its death is reported when it ends.
+bool DumpingCore(pid_t pid);
+
+// Why a local process may be silent, from /proc: "crashed and is writing a
+// core dump", "stopped (SIGSTOP, or a debugger)", "stuck in the kernel
+// (state D)", or "not answering (cut off, or starved of CPU)".
 std::string DescribeSilence(pid_t pid);
 
 }  // namespace svm::svmd

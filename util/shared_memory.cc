@@ -30,6 +30,8 @@ Status SharedMemory::Create(const char* name, size_t bytes, SharedMemory* out) {
     close(fd);
     return s;
   }
+  // Not in core dumps: a sparse memfd is written page by page, zeros too.
+  (void)madvise(p, bytes, MADV_DONTDUMP);
   out->Reset();
   out->data_ = p;
   out->size_ = bytes;

@@ -76,11 +76,15 @@ Status Region::Create(const RegionOptions& options, std::unique_ptr<Region>* out
                                    ") is not available (kernel placed it elsewhere)");
   }
   r->app_ = static_cast<char*>(app);
+  if (!options.dump_app && madvise(app, options.size, MADV_DONTDUMP) != 0)
+    return SysError("madvise(MADV_DONTDUMP) of the application view", errno);
 
   void* proto = mmap(nullptr, options.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
                      r->fd_, 0);
   if (proto == MAP_FAILED) return SysError("mmap of the protocol view", errno);
   r->proto_ = static_cast<char*>(proto);
+  if (madvise(proto, options.size, MADV_DONTDUMP) != 0)
+    return SysError("madvise(MADV_DONTDUMP) of the protocol view", errno);
   *out = std::move(r);
   return Status::Ok();
 }

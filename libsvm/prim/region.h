@@ -34,6 +34,11 @@ struct RegionOptions {
   size_t size = 0;
   // memfd name, shown in /proc/self/maps as "/memfd:NAME".
   const char* name = "svm-frames";
+  // Whether a core dump holds the application view (the program's globals:
+  // small, and what a debugger wants). The protocol view never does: it
+  // shows the same frames, and the kernel writes a sparse view of a memfd
+  // page by page (a node's 128 GiB heap made cores of tens of GiB).
+  bool dump_app = false;
 };
 
 class Region {

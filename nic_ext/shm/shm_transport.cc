@@ -84,6 +84,7 @@ Status MapFile(int fd, uint64_t offset, size_t length, uint8_t** base, void** ma
   *map_len = size_t(offset - start) + length;
   *map = mmap(nullptr, *map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, off_t(start));
   if (*map == MAP_FAILED) return Sys("mmap of a peer's memory");
+  (void)madvise(*map, *map_len, MADV_DONTDUMP);  // the peer's, and sparse: not in our core
   *base = static_cast<uint8_t*>(*map) + (offset - start);
   return Status::Ok();
 }

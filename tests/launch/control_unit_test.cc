@@ -1,12 +1,17 @@
 // Unit tests of the svmd building blocks: key files, the HMAC handshake,
 // frame and message codecs (bounds checks), option parsing and choices.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "util/auth.h"
 #include "control/frame.h"
+#include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "svmd/options.h"
 #include "tests/launch/launch_util.h"
@@ -237,6 +242,47 @@ TEST(DealCpus, SharesAreContiguousThenWrap) {
   EXPECT_EQ(DealCpus({2, 5, 7}, 1), (V{{2, 5, 7}}));  // the CPUs it was given, not 0..n
   EXPECT_EQ(DealCpus({3}, 2), (V{{3}, {3}}));
   EXPECT_EQ(DealCpus({0, 1}, 0), V{});
+}
+
+TEST(Liveness, StatFlagsIsTheNinthField) {
+  EXPECT_EQ(StatFlags("20294 (bigcore) R 1 20294 20294 0 -1 4195840 1153 0 0"), 0x400600u);
+  EXPECT_EQ(StatFlags("7 (a) b) (c) D 1 7 7 0 -1 512 0"), 512u);  // comm with ") " inside
+  EXPECT_EQ(StatFlags("7 (short) R 1 7"), 0u);
+  EXPECT_EQ(StatFlags("garbage"), 0u);
+}
+
+// A node that crashed and writes its core stops answering; svmrun and svmd
+// must see why and let it finish (a kill cuts the core short).
+TEST(Liveness, DumpingCoreIsSeenWhileTheCoreIsWritten) {
+  EXPECT_FALSE(DumpingCore(getpid()));
+  char dir[] = "/tmp/svm-core-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_CORE, &unlimited) != 0 || chdir(dir) != 0) _exit(3);
+    const size_t n = size_t(256) << 20;  // long enough a dump to be seen
+    // mmap, not malloc: another thread may hold malloc's lock at the fork.
+    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) _exit(4);
+    auto* p = static_cast<char*>(m);
+    for (size_t i = 0; i < n; i += 4096) p[i] = char(i | 1);
+    abort();
+  }
+  bool seen = false;
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    seen = seen || DumpingCore(child);
+    if (seen) EXPECT_EQ(DescribeSilence(child), "crashed and is writing a core dump");
+    usleep(200);
+  }
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  const bool dumped = WCOREDUMP(status);
+  std::string cleanup = std::string("rm -rf ") + dir;
+  EXPECT_EQ(system(cleanup.c_str()), 0);
+  if (!dumped) GTEST_SKIP() << "skipped [no core written: core_pattern or limits of this machine]";
+  EXPECT_TRUE(seen);
 }
 
 }  // namespace

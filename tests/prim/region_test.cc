@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "libsvm/prim/fault.h"
 #include "libsvm/prim/maps.h"
@@ -36,6 +38,41 @@ TEST(RegionTest, TwoViewsShowTheSameFrames) {
   EXPECT_STREQ(r->AppPage(2), "hello");
   std::memcpy(r->AppPage(5) + 100, "world", 6);
   EXPECT_STREQ(r->ProtoPage(5) + 100, "world");
+}
+
+// The VmFlags of the mapping that starts at addr (/proc/self/smaps).
+std::string VmFlagsAt(const void* addr) {
+  FILE* f = fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return "";
+  char line[512];
+  bool in = false;
+  std::string flags;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      in = lo == reinterpret_cast<uintptr_t>(addr);
+    } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line + 8;
+      break;
+    }
+  }
+  fclose(f);
+  return flags;
+}
+
+// A core dump holds neither view unless asked (a sparse memfd is written
+// page by page: a node's heap made cores of tens of GiB); the globals' app
+// view is asked for.
+TEST(RegionTest, ViewsAreLeftOutOfCoreDumps) {
+  for (bool dump_app : {false, true}) {
+    RegionOptions o;
+    o.size = 64 * 4096;
+    o.dump_app = dump_app;
+    std::unique_ptr<Region> r;
+    ASSERT_TRUE(Region::Create(o, &r).ok());
+    EXPECT_NE(VmFlagsAt(r->proto()).find(" dd"), std::string::npos) << VmFlagsAt(r->proto());
+    EXPECT_EQ(VmFlagsAt(r->app()).find(" dd") != std::string::npos, !dump_app) << VmFlagsAt(r->app());
+  }
 }
 
 TEST(RegionTest, CollisionNamesTheRange) {
