@@ -168,7 +168,11 @@ int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target)
     }
   }
   if (slot < 0) return -ENOSPC;
-  if (!prev->installed) {
+  // Both fault signals, whichever the trap uses: a crash of the other one
+  // (a SIGSEGV under uffd) then says where it happened too (Chain).
+  for (int sig : {SIGSEGV, SIGBUS}) {
+    Previous* p = PreviousFor(sig);
+    if (p->installed) continue;
     struct sigaction sa {};
     sa.sa_sigaction = OnSignal;
     sigemptyset(&sa.sa_mask);
@@ -177,8 +181,8 @@ int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target)
     // SA_NODEFER: a fault inside the handler reaches it (Depth) and is
     // reported, where a blocked signal would kill with no word.
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
-    if (sigaction(signo, &sa, &prev->action) != 0) return -errno;
-    prev->installed = true;
+    if (sigaction(sig, &sa, &p->action) != 0) return -errno;
+    p->installed = true;
   }
   Slot& s = g_slots[slot];
   s.signo.store(signo, std::memory_order_relaxed);

@@ -436,17 +436,18 @@ void FaultOutsideRegionStillCrashes(Env& e) {
     // reports the crash and exits instead of dying of the signal.
     EXPECT_DEATH(FaultOutside(signo), "");
   } else {
-    // Dies of the signal, saying where (the kernel's default says nothing).
-    const char* report =
-        signo == SIGSEGV
-            ? "svm: SIGSEGV \\(the mapping forbids the access\\) at 0x[0-9a-f]+, pc 0x[0-9a-f]+ "
-              "in \\[[^]]*fault_test[^]]*\\]; the address is in \\[[0-9a-f]+-[0-9a-f]+ ---p"
-            : "svm: SIGBUS \\(no page behind the address\\) at 0x[0-9a-f]+, pc 0x[0-9a-f]+ "
-              "in \\[[^]]*fault_test[^]]*\\]; the address is in \\[[^]]*/memfd:svm-empty";
-    EXPECT_EXIT(FaultOutside(signo), testing::KilledBySignal(signo), report);
-    // The other fault signal, which the backend does not handle, too.
-    EXPECT_EXIT(FaultOutside(signo == SIGSEGV ? SIGBUS : SIGSEGV),
-                testing::KilledBySignal(signo == SIGSEGV ? SIGBUS : SIGSEGV), "");
+    // Dies of the signal, saying where (the kernel's default says nothing);
+    // the fault signal the backend does not use too.
+    const auto report = [](int sig) {
+      return sig == SIGSEGV
+                 ? "svm: SIGSEGV \\(the mapping forbids the access\\) at 0x[0-9a-f]+, pc 0x[0-9a-f]+ "
+                   "in \\[[^]]*fault_test[^]]*\\]; the address is in \\[[0-9a-f]+-[0-9a-f]+ ---p"
+                 : "svm: SIGBUS \\(no page behind the address\\) at 0x[0-9a-f]+, pc 0x[0-9a-f]+ "
+                   "in \\[[^]]*fault_test[^]]*\\]; the address is in \\[[^]]*/memfd:svm-empty";
+    };
+    const int other = signo == SIGSEGV ? SIGBUS : SIGSEGV;
+    EXPECT_EXIT(FaultOutside(signo), testing::KilledBySignal(signo), report(signo));
+    EXPECT_EXIT(FaultOutside(other), testing::KilledBySignal(other), report(other));
   }
 }
 
