@@ -55,7 +55,7 @@ bool DumpingCore(pid_t pid) {
   bool dumping = false;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    char path[128], buf[512] = {};
+    char path[sizeof(dir) + sizeof(e->d_name) + 8], buf[512] = {};
     std::snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
     FILE* f = std::fopen(path, "r");
     if (!f) continue;
