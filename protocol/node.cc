@@ -43,23 +43,22 @@ Node::Node(const NodeConfig& config, Host* host)
 Node::~Node() = default;
 
 void Node::Send(NodeId to, const Message& m) {
-  assert(to != config_.self && to < nodes());
   std::vector<uint8_t> bytes = host_->SendBuffer();
   wire::Encode(m, config_.epoch, &bytes);
-  const auto type = static_cast<size_t>(TypeOf(m));
-  stats_.messages_sent[type]++;
-  stats_.bytes_sent[type] += bytes.size();
-  host_->Send(to, std::move(bytes));
+  SendEncoded(to, TypeOf(m), std::move(bytes));
 }
 
 void Node::SendPageReply(NodeId to, PageId page, std::span<const VectorTime> versions,
                          std::span<const std::span<const uint8_t>> frames) {
-  assert(to != config_.self && to < nodes());
   std::vector<uint8_t> bytes = host_->SendBuffer();
   wire::EncodePageReply(page, versions, frames, config_.epoch, &bytes);
-  const auto type = static_cast<size_t>(MessageType::kPageReply);
-  stats_.messages_sent[type]++;
-  stats_.bytes_sent[type] += bytes.size();
+  SendEncoded(to, MessageType::kPageReply, std::move(bytes));
+}
+
+void Node::SendEncoded(NodeId to, MessageType type, std::vector<uint8_t> bytes) {
+  assert(to != config_.self && to < nodes());
+  stats_.messages_sent[size_t(type)]++;
+  stats_.bytes_sent[size_t(type)] += bytes.size();
   host_->Send(to, std::move(bytes));
 }
 

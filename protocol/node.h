@@ -357,6 +357,7 @@ class Node {
   // buffer in one copy.
   void SendPageReply(NodeId to, PageId page, std::span<const VectorTime> versions,
                      std::span<const std::span<const uint8_t>> frames);
+  void SendEncoded(NodeId to, MessageType type, std::vector<uint8_t> bytes);  // counted
   NodeId nodes() const { return config_.geometry.nodes; }
 
   NodeConfig config_;

@@ -45,10 +45,15 @@ void PutBody(Writer& w, const FetchRequest& m) {
   w.PutU32(m.count);
 }
 
+// A PageReply up to its data (EncodePageReply writes the data from frames).
+void PutPageReplyHead(Writer& w, PageId page, std::span<const VectorTime> versions) {
+  w.PutU64(page);
+  w.PutU32(static_cast<uint32_t>(versions.size()));
+  for (const VectorTime& v : versions) PutVector(w, v);
+}
+
 void PutBody(Writer& w, const PageReply& m) {
-  w.PutU64(m.page);
-  w.PutU32(static_cast<uint32_t>(m.versions.size()));
-  for (const VectorTime& v : m.versions) PutVector(w, v);
+  PutPageReplyHead(w, m.page, m.versions);
   w.PutLengthPrefixed(m.data);
 }
 
@@ -385,9 +390,7 @@ void EncodePageReply(PageId page, std::span<const VectorTime> versions,
                      std::vector<uint8_t>* out) {
   Writer w(out);
   const size_t start = BeginMessage(w, MessageType::kPageReply, epoch);
-  w.PutU64(page);
-  w.PutU32(static_cast<uint32_t>(versions.size()));
-  for (const VectorTime& v : versions) PutVector(w, v);
+  PutPageReplyHead(w, page, versions);
   size_t bytes = 0;
   for (std::span<const uint8_t> p : pages) bytes += p.size();
   assert(bytes <= UINT32_MAX);

@@ -2,11 +2,10 @@
 
 #include <dirent.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace svm::svmd {
 
@@ -18,32 +17,37 @@ std::string LivenessEnv(double seconds) {
   return b;
 }
 
-char ProcessState(pid_t pid) {
-  char path[64], buf[512] = {};
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
+namespace {
+
+// A /proc stat file's line (cut at 511 bytes, enough for the fields read
+// here); empty if it cannot be read.
+std::string ReadStat(const char* path) {
+  char buf[512];
   FILE* f = std::fopen(path, "r");
-  if (!f) return 0;
-  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  if (!f) return {};
+  const size_t n = std::fread(buf, 1, sizeof(buf), f);
   std::fclose(f);
-  const char* rp = n > 0 ? std::strrchr(buf, ')') : nullptr;
-  return rp && rp[1] == ' ' ? rp[2] : 0;
+  return std::string(buf, n);
+}
+
+}  // namespace
+
+char ProcessState(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
+  const std::string stat = ReadStat(path);
+  const size_t rp = stat.rfind(')');
+  return rp != std::string::npos && rp + 2 < stat.size() && stat[rp + 1] == ' ' ? stat[rp + 2] : 0;
 }
 
 unsigned long StatFlags(std::string_view stat) {
   // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may
-  // hold spaces and parentheses, so count fields after the last ')'.
+  // hold spaces and parentheses, so the fields are read after the last ')'.
   const size_t rp = stat.rfind(')');
   if (rp == std::string_view::npos) return 0;
-  std::string_view rest = stat.substr(rp + 1);
-  for (int field = 3; field <= 9; ++field) {
-    const size_t start = rest.find_first_not_of(' ');
-    if (start == std::string_view::npos) return 0;
-    rest.remove_prefix(start);
-    const size_t end = std::min(rest.find(' '), rest.size());
-    if (field == 9) return std::strtoul(std::string(rest.substr(0, end)).c_str(), nullptr, 10);
-    rest.remove_prefix(end);
-  }
-  return 0;
+  const std::string rest(stat.substr(rp + 1));
+  unsigned long flags = 0;
+  return std::sscanf(rest.c_str(), " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 ? flags : 0;
 }
 
 bool DumpingCore(pid_t pid) {
@@ -55,13 +59,9 @@ bool DumpingCore(pid_t pid) {
   bool dumping = false;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    char path[sizeof(dir) + sizeof(e->d_name) + 8], buf[512] = {};
+    char path[sizeof(dir) + sizeof(e->d_name) + 8];
     std::snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
-    FILE* f = std::fopen(path, "r");
-    if (!f) continue;
-    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    if (StatFlags(std::string_view(buf, n)) & kPfDumpcore) {
+    if (StatFlags(ReadStat(path)) & kPfDumpcore) {
       dumping = true;
       break;
     }
@@ -69,6 +69,8 @@ bool DumpingCore(pid_t pid) {
   closedir(d);
   return dumping;
 }
+
+bool CannotAnswer(pid_t pid) { return Unresponsive(ProcessState(pid)) && !DumpingCore(pid); }
 
 std::string DescribeSilence(pid_t pid) {
   if (DumpingCore(pid)) return "crashed and is writing a core dump";

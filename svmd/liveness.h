@@ -43,6 +43,10 @@ unsigned long StatFlags(std::string_view stat);
 // then would cut the core short; its death is reported when it ends.
 bool DumpingCore(pid_t pid);
 
+// Whether a local process cannot answer now (Unresponsive) and should be
+// given up on once that lasts: not while it writes its core.
+bool CannotAnswer(pid_t pid);
+
 // Why a local process may be silent, from /proc: "crashed and is writing a
 // core dump", "stopped (SIGSTOP, or a debugger)", "stuck in the kernel
 // (state D)", or "not answering (cut off, or starved of CPU)".

@@ -412,8 +412,7 @@ void Session::CheckNodes() {
   const int64_t now = NowMs();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i]->finished() || reported_[i]) continue;
-    // A node writing its core is left to finish: its death is reported then.
-    if (!Unresponsive(ProcessState(nodes_[i]->pid())) || DumpingCore(nodes_[i]->pid())) {
+    if (!CannotAnswer(nodes_[i]->pid())) {
       unresponsive_since_[i] = 0;
     } else if (!unresponsive_since_[i]) {
       unresponsive_since_[i] = now;

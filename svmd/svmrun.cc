@@ -885,7 +885,7 @@ int64_t Job::CheckLiveness(int64_t now) {
   for (Node& n : nodes_) {
     if (n.local && !n.helloed && !n.exited) {
       // Not pingable yet: whether it could answer at all, from /proc.
-      if (!Unresponsive(ProcessState(n.local->pid())) || DumpingCore(n.local->pid())) {
+      if (!CannotAnswer(n.local->pid())) {
         n.unresponsive_since = 0;
       } else if (!n.unresponsive_since) {
         n.unresponsive_since = now;
@@ -901,15 +901,15 @@ int64_t Job::CheckLiveness(int64_t now) {
       continue;
     }
     if (!n.helloed || !n.control.valid() || n.exited) continue;
-    if (now - n.last_heard >= liveness_ms_ && n.local && DumpingCore(n.local->pid())) {
-      // It crashed: its death is reported when the core is written.
-      if (!n.dumping_core)
-        spdlog::warn("node {} ({}) crashed and is writing a core dump; waiting for it", n.id, n.where());
-      n.dumping_core = true;
-      next = std::min(next, now + liveness_ms_ / kPingDivisor);
-      continue;
-    }
     if (now - n.last_heard >= liveness_ms_) {
+      if (n.local && DumpingCore(n.local->pid())) {
+        // It crashed: its death is reported when the core is written.
+        if (!n.dumping_core)
+          spdlog::warn("node {} ({}) crashed and is writing a core dump; waiting for it", n.id, n.where());
+        n.dumping_core = true;
+        next = std::min(next, now + liveness_ms_ / kPingDivisor);
+        continue;
+      }
       const std::string host = n.host >= 0 ? " on " + hosts_[size_t(n.host)]->name : "";
       const std::string why = n.local ? DescribeSilence(n.local->pid()) : "not answering (stopped, cut off, or stuck)";
       if (n.local) n.local->Signal(SIGKILL);  // it cannot take a TERMINATE or a SIGTERM now
