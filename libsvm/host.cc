@@ -43,12 +43,12 @@ void FutexWake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-[[noreturn]] void Die(const std::string& what) {
+}  // namespace
+
+void Die(const std::string& what) {
   spdlog::critical("{}", what);
   _exit(70);
 }
-
-}  // namespace
 
 ThreadId Runtime::SlotOfCaller() {
   if (t_slot >= 0) return ThreadId(t_slot);

@@ -38,11 +38,6 @@ Status Export(const char* name, size_t bytes, SharedMemory* mem, T** out) {
   return Status::Ok();
 }
 
-[[noreturn]] void Die(const std::string& what) {
-  spdlog::critical("{}", what);
-  _exit(70);
-}
-
 }  // namespace
 
 Status Runtime::OpenExported() {

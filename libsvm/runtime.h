@@ -78,6 +78,9 @@ inline constexpr int64_t kWaitSpinNs = 20'000;
 inline constexpr int64_t kMaxWaitSpinNs = 200'000;
 inline constexpr int64_t kAdaptiveSpin = -1;
 
+// Logs what went wrong and ends this node (exit status 70: svm failed).
+[[noreturn]] void Die(const std::string& what);
+
 // Thread handles (pthread_t values) of svm threads: tag | node | number.
 inline constexpr uint64_t kHandleTag = 0x5356ull << 48;
 inline constexpr NodeId HandleNode(uint64_t h) { return NodeId((h >> 32) & 0xffff); }

@@ -8,6 +8,7 @@
 #include "libsvm/entry.h"
 #include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
+#include "libsvm/sync.h"
 #include "libsvm/thread_state.h"
 
 namespace svm::rt {
@@ -45,8 +46,6 @@ KeyRecord* Live(pthread_key_t k) {
 
 // This thread's values (private memory, made inside the runtime).
 thread_local std::unordered_map<pthread_key_t, void*>* t_values = nullptr;
-
-bool Managed() { return Runtime::Get() && t_app && !t_in_runtime; }
 
 }  // namespace
 
