@@ -233,14 +233,14 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark
   d = {data, count * page};
   // The marks before the reads (a peer executes one pair's requests in
   // order): a home write a copy misses is in a notice.
-  nic::WorkRequest wrs[kMaxPageRun + 2];
-  size_t n = 0;
+  std::vector<nic::WorkRequest>& wrs = read_wrs_;
+  wrs.clear();
   for (uint32_t i = 0; i < count; ++i)
     if (mark & (uint64_t{1} << i))
-      wrs[n++] = nic::WorkRequest::Faa(home, kSharedMarks, (first + i) * sizeof(uint64_t), 1);
-  wrs[n++] = nic::WorkRequest::Read(home, kVersions, first * vbytes, {&v, 1});  // the versions first
-  wrs[n++] = nic::WorkRequest::Read(home, region, offset, {&d, 1});
-  PostOneSided(std::move(op), std::span(wrs, n));
+      wrs.push_back(nic::WorkRequest::Faa(home, kSharedMarks, (first + i) * sizeof(uint64_t), 1));
+  wrs.push_back(nic::WorkRequest::Read(home, kVersions, first * vbytes, {&v, 1}));  // the versions first
+  wrs.push_back(nic::WorkRequest::Read(home, region, offset, {&d, 1}));
+  PostOneSided(std::move(op), wrs);
 }
 
 // First touch: the words after p first (unsignaled), then the CAS, whose

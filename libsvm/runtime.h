@@ -398,6 +398,9 @@ class Runtime final : public Host {
   std::vector<std::unique_ptr<OneSided>> spare_ops_;
   std::vector<decltype(os_ops_)::node_type> spare_nodes_;
   std::vector<VectorTime> read_versions_;
+  // A page read's requests: built here, not in an array of kMaxPageRun + 2
+  // (13 KB of WorkRequests zeroed at every fault).
+  std::vector<nic::WorkRequest> read_wrs_;
   // rf: a page read again because its copy was too old waits for the diffs
   // still on their way to the home (messages its handler applies): re-read
   // at once, it would be read hundreds of times meanwhile. GUARDED_BY(mu_).
