@@ -226,6 +226,9 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark
   // into the frame as well): one copy, not two.
   op->buf.resize(size_t(count) * (vbytes + (into_frames ? 0 : page)));
   uint8_t* data = into_frames ? Frame(first).data() : op->buf.data() + count * vbytes;
+  // A run's frames made in one step, not by a page fault each as the copy
+  // reaches them (frames fetched before are there: nothing to do).
+  if (into_frames && count > 1) Populate({data, size_t(count) * page});
   const auto [region, offset] = FrameAt(first);
   nic::Sge& v = op->sges[0];
   nic::Sge& d = op->sges[1];
