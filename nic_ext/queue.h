@@ -16,6 +16,9 @@
 // can sleep on its source itself (QueueDriver::Sleep), sleeps there and
 // drives again when woken: one wake-up per item instead of two.
 // Invariant: size_ == items_.size() whenever mu_ is free.
+// The items live in a ring that keeps its storage: a queue that fills and
+// empties allocates nothing once it has held its most items (a std::deque
+// took and freed a 512-byte block every few dozen items, in the fault path).
 #pragma once
 
 #include <sched.h>
@@ -26,12 +29,13 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
+
+#include <boost/circular_buffer.hpp>
 
 namespace svm::nic {
 
@@ -147,6 +151,7 @@ class WaitQueue {
 
   void Push(T item) {
     std::lock_guard<std::mutex> l(mu_);
+    if (items_.full()) items_.set_capacity(std::max<size_t>(kFirstCapacity, 2 * items_.capacity()));
     items_.push_back(std::move(item));
     size_.store(items_.size(), std::memory_order_release);
     if (sleepers_ > 0) cv_.notify_one();
@@ -296,12 +301,14 @@ class WaitQueue {
     spin_ns_.store(b.count(), std::memory_order_relaxed);
   }
 
+  static constexpr size_t kFirstCapacity = 16;
+
   WaitPolicy policy_;
   std::atomic<size_t> size_{0};
   std::atomic<int64_t> spin_ns_{internal::kDefaultSpin.count()};
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<T> items_;  // guarded by mu_
+  boost::circular_buffer<T> items_;  // guarded by mu_; grows by doubling
   int sleepers_ = 0;     // guarded by mu_
   bool stop_waits_ = false;  // guarded by mu_
   std::atomic<bool> stopping_{false};  // stop_waits_, readable without mu_

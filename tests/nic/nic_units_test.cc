@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 #include "nic_ext/lock_table.h"
 #include "nic_ext/queue.h"
@@ -119,6 +120,23 @@ TEST(WaitQueueTest, PollWaitAndTimeoutInBothModes) {
     }
     t.join();
   }
+}
+
+// The ring grows while its items wrap around its end, and keeps items that
+// own memory (a Message's bytes) whole and in order.
+TEST(WaitQueueTest, ItemsStayInOrderAcrossGrowthOfAWrappedRing) {
+  WaitQueue<std::vector<int>> q;
+  std::vector<int> out[64];
+  int next_in = 0, next_out = 0;
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 5 + 7 * round; ++i, ++next_in) q.Push(std::vector<int>(3, next_in));
+    const size_t n = q.Poll({out, size_t(3 + 4 * round)});  // leave some: the next pushes wrap
+    for (size_t i = 0; i < n; ++i, ++next_out) ASSERT_EQ(out[i], std::vector<int>(3, next_out));
+  }
+  while (const size_t n = q.Poll(out))
+    for (size_t i = 0; i < n; ++i, ++next_out) ASSERT_EQ(out[i], std::vector<int>(3, next_out));
+  EXPECT_EQ(next_out, next_in);
+  EXPECT_EQ(q.size(), 0u);
 }
 
 TEST(WaitQueueTest, SleepingWaiterIsWoken) {
