@@ -1,15 +1,12 @@
 #include "libsvm/entry.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <string_view>
 
 #include "libsvm/alloc/bootstrap.h"
 #include "libsvm/alloc/heap.h"
@@ -94,29 +91,6 @@ void* Move(void* p, size_t old_size, size_t n) {
 
 int RunMain(int argc, char** argv, char** envp) { ExitJob(g_main(argc, argv, envp)); }
 
-// libfabric's psm providers (libinfinipath, libpsm2), loaded with libsvm for
-// --transport ofi, install backtrace printers for SIGINT, SIGTERM, SIGSEGV and
-// others in their constructors. The program never asked for them: they hide
-// its core dumps, crash in the handler, and svm's fault handler would pass
-// them the program's own faults. Runs before the program's constructors.
-void DropProviderSignalHandlers() {
-  for (int signo : {SIGINT, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM}) {
-    struct sigaction sa;
-    if (sigaction(signo, nullptr, &sa) != 0) continue;
-    void* handler = (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(sa.sa_sigaction)
-                                                : reinterpret_cast<void*>(sa.sa_handler);
-    Dl_info info;
-    if (handler == reinterpret_cast<void*>(SIG_DFL) || handler == reinterpret_cast<void*>(SIG_IGN) ||
-        dladdr(handler, &info) == 0 || info.dli_fname == nullptr)
-      continue;
-    const std::string_view file = info.dli_fname;
-    if (file.find("/libinfinipath.") == file.npos && file.find("/libpsm") == file.npos) continue;
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigaction(signo, &dfl, nullptr);
-  }
-}
-
 }  // namespace
 
 int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
@@ -124,7 +98,6 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
   using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
   static StartFn real = NextSymbol<StartFn>("__libc_start_main");
   g_glibc.store(true);
-  DropProviderSignalHandlers();
   Runtime::StartOrDie();
   Runtime* rt = Runtime::Get();
   // Not in Start: stdout is the program's (a shared global), read by a fault

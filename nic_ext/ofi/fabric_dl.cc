@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 
+#include "util/signal_dispositions.h"
+
 namespace {
 
 constexpr char kLibrary[] = "libfabric.so.1";
@@ -24,6 +26,12 @@ const Library& Open() {
   static Library lib;
   static std::once_flag once;
   std::call_once(once, [] {
+    // libfabric's psm providers (Debian's libinfinipath, libpsm2) install
+    // handlers for SIGINT, SIGILL, SIGABRT, SIGBUS, SIGSEGV and SIGTERM in
+    // their constructors, which run here: they would become the program's
+    // (hiding its core dumps), and the handlers svm's fault handler passes
+    // the program's own faults to.
+    svm::KeepSignalDispositions keep;
     lib.handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
     if (lib.handle == nullptr) {
       const char* e = dlerror();

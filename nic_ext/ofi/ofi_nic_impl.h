@@ -54,6 +54,19 @@ inline constexpr size_t kOfiBuffer = sizeof(OfiHeader) + kOfiMaxMessage;
 // Receive buffers per peer beyond the credits: control messages (credit
 // returns, the table, the goodbye) take no credit.
 inline constexpr uint32_t kOfiSpareRecvs = 4;
+// Fewest credits per pair a Nic runs with (a provider with room for fewer
+// posted receives per peer is refused).
+inline constexpr uint32_t kOfiMinCredits = 2;
+
+// Receives a Nic posts per peer (each peer's credits toward it): kOfiCredits,
+// or fewer where the provider takes fewer posted receives (rx_size; 0: no
+// limit) than `nodes` peers need (shm: 1024, so 12 each on 64 nodes). Below
+// kOfiMinCredits the job is refused.
+inline uint32_t OfiCreditsPerPeer(size_t rx_size, uint32_t nodes) {
+  if (rx_size == 0 || nodes == 0 || rx_size >= size_t{nodes} * (kOfiCredits + kOfiSpareRecvs)) return kOfiCredits;
+  const size_t each = rx_size / nodes;
+  return each > kOfiSpareRecvs ? uint32_t(each - kOfiSpareRecvs) : 0;
+}
 
 class OfiNicImpl final : public OfiNic {
  public:
@@ -90,7 +103,7 @@ class OfiNicImpl final : public OfiNic {
     bool have_table = false;
     bool alive = true;
     std::deque<uint32_t> queue;  // slots in posting order; the head may be at the provider
-    uint32_t credits = kOfiCredits;  // SENDs we may still post to it
+    uint32_t credits = 0;  // SENDs we may still post to it (its table grants the first)
     uint32_t owed = 0;               // its SENDs consumed here, not yet given back
     bool ctrl_busy = false;          // its control buffer is at the provider
     bool ctrl_bye = false;           // ... carrying the goodbye
@@ -227,6 +240,7 @@ class OfiNicImpl final : public OfiNic {
   std::vector<Peer> peers_;       // guarded by mu_
   std::vector<uint32_t> waiting_locks_;  // guarded by mu_: LOCK slots past their ticket
   uint32_t tables_ = 0;           // guarded by mu_
+  uint32_t grant_ = kOfiCredits;  // receives posted per peer: its credits toward us (Init)
   bool any_stalled_ = false;      // guarded by mu_
   std::chrono::steady_clock::time_point next_timer_ = std::chrono::steady_clock::time_point::max();  // mu_
   std::atomic<bool> closed_{false};  // the endpoint is gone: nobody reads the CQ

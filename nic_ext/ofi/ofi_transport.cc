@@ -17,6 +17,7 @@
 
 #include "nic_ext/ofi/ofi_nic_impl.h"
 #include "util/coding.h"
+#include "util/signal_dispositions.h"
 
 namespace svm::nic {
 namespace {
@@ -25,8 +26,11 @@ constexpr uint32_t kFiVersion = FI_VERSION(1, 9);
 
 std::string FiErr(const char* what, int rc) { return fmt::format("{}: {}", what, fi_strerror(-rc)); }
 
-fi_info* Hints(const std::string& provider, bool delivery_complete, std::span<const uint8_t> auth_key) {
+// rx_size: the receives we post (0: the provider's default).
+fi_info* Hints(const std::string& provider, bool delivery_complete, std::span<const uint8_t> auth_key,
+               size_t rx_size = 0) {
   fi_info* h = fi_allocinfo();
+  h->rx_attr->size = rx_size;
   h->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
             FI_REMOTE_WRITE;
   h->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -47,13 +51,16 @@ fi_info* Hints(const std::string& provider, bool delivery_complete, std::span<co
 }
 
 // The first fi_info for `provider` (bound to `source` where the provider
-// speaks IP), or Unsupported naming what is missing.
+// speaks IP), or Unsupported naming what is missing. With room for rx_size
+// posted receives where the provider offers it; else with its own number.
 Status GetInfo(const std::string& provider, const std::string& source, std::span<const uint8_t> auth_key,
-               fi_info** out) {
+               size_t rx_size, fi_info** out) {
   const std::string who = provider.empty() ? "libfabric" : fmt::format("ofi provider '{}'", provider);
   int rc = -FI_ENODATA;
-  for (bool dc : {true, false}) {
-    fi_info* h = Hints(provider, dc, auth_key);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const bool dc = attempt < 2;
+    const size_t rx = attempt % 2 == 0 ? rx_size : 0;
+    fi_info* h = Hints(provider, dc, auth_key, rx);
     fi_info* list = nullptr;
     rc = fi_getinfo(kFiVersion, nullptr, nullptr, 0, h, &list);
     fi_freeinfo(h);
@@ -79,13 +86,13 @@ Status GetInfo(const std::string& provider, const std::string& source, std::span
       static std::atomic<uint64_t> seq{0};
       std::random_device rd;
       const std::string name = fmt::format("svm-ofi-{}-{}-{:08x}", getpid(), seq++, rd());
-      fi_info* hb = Hints(provider.empty() ? "shm" : provider, dc, auth_key);
+      fi_info* hb = Hints(provider.empty() ? "shm" : provider, dc, auth_key, rx);
       if (fi_getinfo(kFiVersion, name.c_str(), nullptr, FI_SOURCE, hb, &bound) != 0) bound = nullptr;
       fi_freeinfo(hb);
     } else if (ip && !source.empty()) {
       // Interfaces come and go (containers, tests): bind to the one toward
       // the job's control host rather than to whichever is listed first.
-      fi_info* hb = Hints(provider, dc, auth_key);
+      fi_info* hb = Hints(provider, dc, auth_key, rx);
       hb->fabric_attr->prov_name = hb->fabric_attr->prov_name ? hb->fabric_attr->prov_name
                                                               : strdup(pick->fabric_attr->prov_name);
       if (fi_getinfo(kFiVersion, source.c_str(), nullptr, FI_SOURCE, hb, &bound) != 0) bound = nullptr;
@@ -148,7 +155,7 @@ bool Unhex(std::string_view s, std::vector<uint8_t>* out) {
 
 Status ProbeOfi(const std::string& provider, std::string* name) {
   fi_info* info = nullptr;
-  if (Status s = GetInfo(provider, "", {}, &info); !s.ok()) return s;
+  if (Status s = GetInfo(provider, "", {}, 0, &info); !s.ok()) return s;
   const std::string prov = info->fabric_attr->prov_name;
   fid_fabric* fabric = nullptr;
   fid_domain* domain = nullptr;
@@ -171,13 +178,18 @@ Status OfiNic::Create(const OfiOptions& options, std::unique_ptr<OfiNic>* out) {
   if (options.num_nodes == 0 || options.num_nodes > kMaxNodes || options.self >= options.num_nodes) {
     return Status::InvalidArgument("bad node id or count");
   }
+  // The shm provider installs handlers for SIGINT and SIGTERM (to unlink
+  // its region file) in endpoints and connections; our Connect unlinks that
+  // file itself, and the program keeps its own dispositions.
+  KeepSignalDispositions keep;
   fi_info* info = nullptr;
   // With the job's authorisation key first; a provider that takes no key
   // of that size (cxi's is the VNI the resource manager grants) runs with
   // its default.
   Status got = Status::Unsupported("");
-  if (!options.auth_key.empty()) got = GetInfo(options.provider, options.source, options.auth_key, &info);
-  if (!got.ok()) got = GetInfo(options.provider, options.source, {}, &info);
+  const size_t rx = size_t{options.num_nodes} * (kOfiCredits + kOfiSpareRecvs);
+  if (!options.auth_key.empty()) got = GetInfo(options.provider, options.source, options.auth_key, rx, &info);
+  if (!got.ok()) got = GetInfo(options.provider, options.source, {}, rx, &info);
   if (!got.ok()) return got;
   auto nic = std::make_unique<OfiNicImpl>(options, info);
   if (Status s = nic->Init(); !s.ok()) return s;
@@ -213,6 +225,14 @@ Status OfiNicImpl::Init() {
   mr_endpoint_ = (mode & FI_MR_ENDPOINT) != 0;
   iov_limit_ = std::max<size_t>(1, info_->tx_attr->iov_limit);  // local iovs per READ
   const std::string prov = provider();
+  // Each peer learns our grant from our table.
+  const uint32_t n = num_nodes();
+  const size_t rx_size = info_->rx_attr->size;
+  grant_ = OfiCreditsPerPeer(rx_size, n);
+  if (grant_ < kOfiMinCredits) {
+    return Status::Unsupported(fmt::format("ofi provider '{}' takes {} posted receives, too few for {} nodes ({} each)",
+                                           prov, rx_size, n, kOfiMinCredits + kOfiSpareRecvs));
+  }
   if (int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) return Status::Unsupported(FiErr("fi_fabric", rc));
   if (int rc = fi_domain(fabric_, info_, &domain_, nullptr); rc != 0) return Status::Unsupported(FiErr("fi_domain", rc));
   if (Status s = CheckAtomics(domain_, prov); !s.ok()) return s;
@@ -225,7 +245,7 @@ Status OfiNicImpl::Init() {
   // sleeps in poll), else none (it naps between reads).
   fi_cq_attr cq{};
   cq.format = FI_CQ_FORMAT_MSG;
-  cq.size = kMaxOutstanding + size_t{num_nodes()} * (kOfiCredits + kOfiSpareRecvs) * 2;
+  cq.size = kMaxOutstanding + size_t{n} * (grant_ + kOfiSpareRecvs) * 2;
   // shm (1.17) takes FI_WAIT_FD but a peer's operation does not wake the fd:
   // its work arrives in shared memory and is seen only when the CQ is read.
   const bool fd_wakes = prov.rfind("shm", 0) != 0 && std::getenv("SVM_OFI_NAP") == nullptr;
@@ -251,7 +271,6 @@ Status OfiNicImpl::Init() {
   idle_spin_ = opt_.idle_spin;
   if (const char* e = std::getenv("SVM_OFI_SPIN_US")) idle_spin_ = std::chrono::microseconds(std::atoi(e));
 
-  const uint32_t n = num_nodes();
   peers_.resize(n);
   addrs_.assign(n, FI_ADDR_NOTAVAIL);
   slots_.resize(kMaxOutstanding);
@@ -265,7 +284,7 @@ Status OfiNicImpl::Init() {
   void* locks = mmap(nullptr, lock_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (locks == MAP_FAILED) return Status::Errno("mmap (lock words)", errno);
   lock_words_ = static_cast<uint64_t*>(locks);
-  const uint32_t recvs = n * (kOfiCredits + kOfiSpareRecvs);
+  const uint32_t recvs = n * (grant_ + kOfiSpareRecvs);
   recv_slab_.assign(size_t{recvs} * kOfiBuffer, 0);
   recv_ctx_.resize(recvs);
   send_slab_.assign(size_t{n} * kOfiBuffer, 0);
@@ -340,7 +359,9 @@ Status OfiNicImpl::RegisterRegion(const MemoryRegion& r) {
 // the lock words have id kOfiLockRegion. REQUIRES: mu_ not held (a provider
 // may need progress, on the progress thread, before it takes the send).
 Status OfiNicImpl::SendTable(NodeId to) {
-  OfiHeader h{static_cast<uint8_t>(OfiMsg::kTable), 0, static_cast<uint16_t>(self()), 0, 0, opt_.epoch, 0};
+  // Its credits field: the SENDs `to` may have in flight to us.
+  OfiHeader h{static_cast<uint8_t>(OfiMsg::kTable), 0, static_cast<uint16_t>(self()), uint16_t(grant_), 0,
+              opt_.epoch, 0};
   uint8_t* buf = send_slab_.data() + size_t{to} * kOfiBuffer;
   std::memcpy(buf, &h, sizeof h);
   std::memcpy(buf + sizeof h, table_.data(), table_.size());
@@ -400,6 +421,7 @@ void OfiNicImpl::UnlinkShmName() {
 
 Status OfiNicImpl::Connect(std::span<const std::string> addresses) {
   if (started_) return Status::InvalidArgument("Connect called twice");
+  KeepSignalDispositions keep;  // see Create
   Status s = ConnectPeers(addresses);
   // Done: every peer has mapped our region. Failed: the job ends, maybe by
   // _exit. Either way the name can go.

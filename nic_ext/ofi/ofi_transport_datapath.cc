@@ -167,7 +167,7 @@ void OfiNicImpl::HandleRecvLen(uint32_t index, size_t len) {
         m.bytes = RecvBuffer(len - sizeof h);
         m.bytes.assign(buf + sizeof h, buf + len);
         recv_queue().Push(std::move(m));
-        if (++p.owed >= kOfiCredits / 2) GiveCredits(from);
+        if (++p.owed >= grant_ / 2) GiveCredits(from);
         break;
       }
       case OfiMsg::kCredit:
@@ -175,9 +175,12 @@ void OfiNicImpl::HandleRecvLen(uint32_t index, size_t len) {
         Issue(from);
         break;
       case OfiMsg::kTable:
-        if (Status s = ParseTable(from, {buf + sizeof h, len - sizeof h}); !s.ok()) {
+        if (h.credits < kOfiMinCredits) {
+          spdlog::error("nic {}: region table of node {} grants {} credits", self(), from, h.credits);
+        } else if (Status s = ParseTable(from, {buf + sizeof h, len - sizeof h}); !s.ok()) {
           spdlog::error("nic {}: region table of node {}: {}", self(), from, s.ToString());
         } else {
+          p.credits = h.credits;  // before any SEND: Connect waits for every table
           ++tables_;
           cv_.notify_all();
         }
@@ -207,7 +210,7 @@ void OfiNicImpl::HandleCtrl(NodeId peer, bool error) {
     if (!shut_) PeerLost(peer, "a control message to it failed");
     return;
   }
-  if (p.owed >= kOfiCredits / 2) GiveCredits(peer);
+  if (p.owed >= grant_ / 2) GiveCredits(peer);
 }
 
 int OfiNicImpl::PostCtrl(NodeId peer, OfiMsg type) {

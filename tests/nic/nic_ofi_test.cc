@@ -8,12 +8,26 @@
 #include <string>
 #include <thread>
 
+#include "nic_ext/ofi/ofi_nic_impl.h"
 #include "tests/nic/nic_cluster.h"
 
 namespace svm::nic::testing {
 namespace {
 
 #ifdef SVM_HAVE_OFI
+
+// A job with more peers than the provider has posted receives for at
+// kOfiCredits each runs with fewer credits per pair (shm takes 1024: a
+// 64-node job failed at start-up with fi_recv EAGAIN), and one where even
+// kOfiMinCredits do not fit is refused.
+TEST(OfiTest, CreditsShrinkToThePostedReceivesTheProviderTakes) {
+  EXPECT_EQ(OfiCreditsPerPeer(0, 64), kOfiCredits);  // no limit given
+  EXPECT_EQ(OfiCreditsPerPeer(2048, 2), kOfiCredits);
+  EXPECT_EQ(OfiCreditsPerPeer(1024, 28), kOfiCredits);  // 28 x (32 + 4) = 1008 fit
+  EXPECT_EQ(OfiCreditsPerPeer(1024, 29), 1024u / 29 - kOfiSpareRecvs);
+  EXPECT_EQ(OfiCreditsPerPeer(1024, 64), 12u);
+  EXPECT_LT(OfiCreditsPerPeer(1024, 256), kOfiMinCredits);
+}
 
 TEST(OfiTest, UnknownProviderIsRefusedInOneLine) {
   Status s = ProbeOfi("no-such-provider");

@@ -1,7 +1,8 @@
 /* signals: under svm the program starts with the signal dispositions it
  * would have natively. libfabric's psm providers (libinfinipath, libpsm2),
- * which libsvm loads for --transport ofi, install backtrace printers for
- * SIGINT, SIGTERM, SIGABRT, SIGSEGV... in their constructors: they hid core
+ * which libsvm opens for --transport ofi, install backtrace printers for
+ * SIGINT, SIGTERM, SIGABRT, SIGSEGV... in their constructors, and its shm
+ * provider handlers for SIGINT and SIGTERM in its endpoints: they hid core
  * dumps, printed no backtrace and crashed in the handler. SIGSEGV and SIGBUS
  * may be svm's own (its fault backends) and nobody else's. Prints
  * "signals default", or each foreign handler and where it lives. */
