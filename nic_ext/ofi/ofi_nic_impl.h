@@ -58,12 +58,16 @@ inline constexpr uint32_t kOfiSpareRecvs = 4;
 // posted receives per peer is refused).
 inline constexpr uint32_t kOfiMinCredits = 2;
 
+// The receives a Nic of a `nodes`-node job posts with full credits: what it
+// asks the provider room for.
+inline size_t OfiRecvsWanted(uint32_t nodes) { return size_t{nodes} * (kOfiCredits + kOfiSpareRecvs); }
+
 // Receives a Nic posts per peer (each peer's credits toward it): kOfiCredits,
 // or fewer where the provider takes fewer posted receives (rx_size; 0: no
 // limit) than `nodes` peers need (shm: 1024, so 12 each on 64 nodes). Below
 // kOfiMinCredits the job is refused.
 inline uint32_t OfiCreditsPerPeer(size_t rx_size, uint32_t nodes) {
-  if (rx_size == 0 || nodes == 0 || rx_size >= size_t{nodes} * (kOfiCredits + kOfiSpareRecvs)) return kOfiCredits;
+  if (rx_size == 0 || nodes == 0 || rx_size >= OfiRecvsWanted(nodes)) return kOfiCredits;
   const size_t each = rx_size / nodes;
   return each > kOfiSpareRecvs ? uint32_t(each - kOfiSpareRecvs) : 0;
 }

@@ -60,6 +60,7 @@ Status GetInfo(const std::string& provider, const std::string& source, std::span
   for (int attempt = 0; attempt < 4; ++attempt) {
     const bool dc = attempt < 2;
     const size_t rx = attempt % 2 == 0 ? rx_size : 0;
+    if (attempt % 2 == 1 && rx_size == 0) continue;  // the attempt just made
     fi_info* h = Hints(provider, dc, auth_key, rx);
     fi_info* list = nullptr;
     rc = fi_getinfo(kFiVersion, nullptr, nullptr, 0, h, &list);
@@ -187,7 +188,7 @@ Status OfiNic::Create(const OfiOptions& options, std::unique_ptr<OfiNic>* out) {
   // of that size (cxi's is the VNI the resource manager grants) runs with
   // its default.
   Status got = Status::Unsupported("");
-  const size_t rx = size_t{options.num_nodes} * (kOfiCredits + kOfiSpareRecvs);
+  const size_t rx = OfiRecvsWanted(options.num_nodes);
   if (!options.auth_key.empty()) got = GetInfo(options.provider, options.source, options.auth_key, rx, &info);
   if (!got.ok()) got = GetInfo(options.provider, options.source, {}, rx, &info);
   if (!got.ok()) return got;
