@@ -12,6 +12,7 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "tests/launch/virtual_cluster.h"
 
@@ -193,6 +194,40 @@ TEST(LauncherSsh, StoppedAgentEndsTheJobNamingTheHost) {
   EXPECT_EQ(code, 255) << c.out << c.err;
   EXPECT_LT(seconds, 8.0) << c.err;
   EXPECT_NE(c.err.find("the agent on " + vh.ip(1) + ": no answer"), std::string::npos) << c.err;
+}
+
+// A link cut while the nodes are on their way to the join (each waits 3 s
+// before its rendezvous): svmrun names the host whose agent fell silent, and
+// on that host the agent, hearing nothing from svmrun, takes its node with it.
+TEST(LauncherSsh, CutBeforeTheJoinEndsTheJobAndLeavesNothing) {
+  TempDir dir;  // outlives the servers that write into it
+  VirtualHosts vh(2, "cj");
+  if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
+  ASSERT_TRUE(vh.ok());
+  SshCluster ssh(vh, dir);
+  if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
+  ASSERT_EQ(ssh.error(), "");
+  Child c({Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts", vh.ip(0) + "," + vh.ip(1),
+           "--liveness-timeout", "1", "--", FakeNode(), "--delay-rendezvous", "3000", "--wait"});
+  std::vector<pid_t> nodes;
+  for (int i = 0; i < 200 && nodes.empty(); ++i) {
+    nodes = vh.Pids(1, FakeNode());
+    if (nodes.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(nodes.size(), 1u) << "node 1 did not start on " << vh.ip(1) << ": " << c.err;
+  ASSERT_EQ(vh.Pids(1, Svmd()).size(), 1u) << "no agent on " << vh.ip(1);
+  ASSERT_TRUE(vh.SetLink(1, false));
+  const auto start = std::chrono::steady_clock::now();
+  const int code = c.ExitCode();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(code, 255) << c.out << c.err;
+  EXPECT_LT(seconds, 8.0) << c.err;
+  EXPECT_EQ(c.out.find(" control "), std::string::npos) << "a node joined before the cut: " << c.out;
+  EXPECT_NE(c.err.find("the agent on " + vh.ip(1) + ": no answer"), std::string::npos) << c.err;
+  for (int i = 0; i < 500 && Alive(nodes[0]); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(Alive(nodes[0])) << "the link is still cut: node 1 (pid " << nodes[0] << ") must be gone";
+  EXPECT_TRUE(vh.Pids(1, Svmd()).empty()) << "the agent on " << vh.ip(1) << " is still there";
+  vh.SetLink(1, true);
 }
 
 // A real program on the runtime: fft verifies its own result.

@@ -31,9 +31,12 @@ int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c
 class VirtualCluster {
  public:
   explicit VirtualCluster(int hosts) {
-    int id = int(getpid() % 100000);
-    std::string tag = std::to_string(id);
-    subnet_ = "10.213." + std::to_string(id % 250) + ".";
+    // Unique per cluster, not only per process: a namespace's links go away
+    // asynchronously, so the next test's cluster must not reuse their names.
+    static int clusters = 0;
+    int id = int(getpid() % 100000), n = clusters++;
+    std::string tag = std::to_string(id) + "x" + std::to_string(n % 10);
+    subnet_ = "10.213." + std::to_string((id + n) % 250) + ".";
     bridge_ = "svb" + tag;
     if (Sh("ip netns add svmt" + tag + "probe") != 0) {
       skip_ = "cannot create network namespaces here (ip netns add failed; needs root and iproute2)";
@@ -171,6 +174,43 @@ TEST(MultiHost, CutLinkEndsTheJobNamingTheHost) {
   for (pid_t p : pids)
     for (int i = 0; i < 500 && Alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "the link is still cut: node pid " << p << " must leave alone";
+  EXPECT_TRUE(vc.daemon(1).WaitFor("no word from svmrun", 10)) << vc.daemon(1).err;
+  vc.SetLink(1, true);
+}
+
+// The pid svmd logged for a node of its session ("node K is pid P"), or -1.
+pid_t LoggedNodePid(Child& daemon, int k) {
+  const std::string tag = "node " + std::to_string(k) + " is pid ";
+  if (!daemon.WaitFor(tag, 20)) return -1;
+  return pid_t(std::atoi(daemon.err.c_str() + daemon.err.find(tag) + tag.size()));
+}
+
+// The same cut, but while the nodes are still on their way to the join
+// (each waits 3 s before its rendezvous): svmrun cannot ping a node that has
+// not joined, so it must name the host whose svmd fell silent, and on that
+// host the node, which never reached svmrun, must not be left waiting.
+TEST(MultiHost, CutBeforeTheJoinEndsTheJobAndLeavesNothing) {
+  VirtualCluster vc(3);
+  if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
+  ASSERT_TRUE(vc.ok());
+  TempDir dir;
+  std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
+  std::string host_list = vc.StartDaemons(key);
+  ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
+  Child c({Svmrun(), "--preload", "none", "-n", "3", "--liveness-timeout", "1", "--hosts", host_list,
+           "--key-file", key, "--", FakeNode(), "--delay-rendezvous", "3000", "--wait"});
+  std::vector<pid_t> pids;
+  for (int k = 0; k < 3; ++k) pids.push_back(LoggedNodePid(vc.daemon(size_t(k)), k));
+  for (int k = 0; k < 3; ++k) ASSERT_GT(pids[size_t(k)], 0) << "svmd " << k << ": " << vc.daemon(size_t(k)).err;
+  ASSERT_TRUE(vc.SetLink(1, false));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(c.ExitCode(), 255) << c.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+  EXPECT_EQ(c.out.find(" control "), std::string::npos) << "a node joined before the cut: " << c.out;
+  EXPECT_NE(c.err.find("svmd at " + vc.ip(1) + ":7117: no answer"), std::string::npos) << c.err;
+  for (pid_t p : pids)
+    for (int i = 0; i < 500 && Alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "the link is still cut: node pid " << p << " must be gone";
   EXPECT_TRUE(vc.daemon(1).WaitFor("no word from svmrun", 10)) << vc.daemon(1).err;
   vc.SetLink(1, true);
 }

@@ -54,6 +54,7 @@ class VirtualHosts {
     for (int h = 0; ok_ && h < hosts; ++h) {
       const std::string ns = t + "h" + std::to_string(h), veth = "v" + t + "h" + std::to_string(h);
       namespaces_.push_back(ns);
+      veths_.push_back(veth);
       ips_.push_back(subnet_ + std::to_string(10 + h));
       ok_ = Sh("ip netns add " + ns) == 0 && Sh("ip link add " + veth + " type veth peer name eth0 netns " + ns) == 0 &&
             Sh("ip link set " + veth + " master " + bridge_) == 0 && Sh("ip link set " + veth + " up") == 0 &&
@@ -92,6 +93,23 @@ class VirtualHosts {
   const std::string& ip(size_t h) const { return ips_[h]; }
   const std::string& ns(size_t h) const { return namespaces_[h]; }
   std::string bridge_ip() const { return subnet_ + "1"; }
+  // Cuts (or restores) host h's link to the bridge, as a pulled cable would.
+  bool SetLink(size_t h, bool up) { return Sh("ip link set " + veths_[h] + (up ? " up" : " down")) == 0; }
+  // The processes on host h running `program` (the namespaces share one pid space).
+  std::vector<pid_t> Pids(size_t h, const std::string& program) const {
+    std::vector<pid_t> pids;
+    const std::string list = ShOut("ip netns pids " + namespaces_[h]);
+    for (size_t at = 0, end; at < list.size(); at = end + 1) {
+      end = list.find('\n', at);
+      if (end == std::string::npos) end = list.size();
+      const std::string pid = list.substr(at, end - at);
+      if (pid.empty()) continue;
+      std::ifstream f("/proc/" + pid + "/cmdline");
+      std::string argv0;
+      if (std::getline(f, argv0, '\0') && argv0 == program) pids.push_back(pid_t(std::stol(pid)));
+    }
+    return pids;
+  }
 
   // A daemon on host h (h < 0: the root namespace), stopped at destruction.
   Child& Start(int h, std::vector<std::string> argv, std::vector<std::string> env = {}) {
@@ -103,7 +121,7 @@ class VirtualHosts {
  private:
   bool ok_ = false;
   std::string skip_, subnet_, bridge_;
-  std::vector<std::string> namespaces_, ips_, ips6_;
+  std::vector<std::string> namespaces_, veths_, ips_, ips6_;
   std::vector<std::unique_ptr<Child>> daemons_;
 };
 
