@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -69,27 +70,77 @@ class StateWord {
 // Objects' layouts over glibc's types (all large enough).
 constexpr uint64_t kMagic = 0x53564d0000000000ull;  // "SVM" in the top bytes
 // Waiters: the nodes (Runtime::NodeBit) with a thread waiting for the object
-// to change; whoever changes it wakes them and clears the mask.
-constexpr size_t kSemValue = 0, kSemMagic = 8, kSemWaiters = 16;
+// to change. A signal or post takes one node's bit and wakes that node, a
+// broadcast takes them all. kSemPosts counts posts, kCondSeq signals: each
+// starts the search for a node to wake one further round the mask, so that
+// no waiting node is passed over for ever.
+constexpr size_t kSemValue = 0, kSemMagic = 8, kSemWaiters = 16, kSemPosts = 24;
 constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
 // kCondClock: the clock of pthread_timedwait (pthread_condattr_setclock);
 // 0 (a static initialiser) is CLOCK_REALTIME.
 constexpr size_t kCondSeq = 0, kCondWaiters = 8, kCondClock = 16;
-static_assert(sizeof(sem_t) >= 24 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 24);
+static_assert(sizeof(sem_t) >= 32 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 24);
 
-// Adds this node to an object's waiters. REQUIRES: its state lock is held.
-void AddWaiter(void* object, size_t offset) {
-  StateWord w(object, offset);
-  const uint64_t bit = Runtime::NodeBit(Rt().self());
-  if (!(w.Get() & bit)) w.Set(w.Get() | bit);
+// A node's bit stands for all of its waiting threads, so it may be taken
+// by a signal only while one of them still waits: this node counts its
+// waiters on each object and clears its bit when the last one leaves
+// (timed out, or woken). Past 64 nodes a bit is shared by several nodes
+// (NodeBit), so no node can clear it and a signal wakes every waiter.
+class LocalWaiters {
+ public:
+  // REQUIRES (all three): the object's state lock is held.
+  void Join(void* object, size_t offset) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++count_[Key(object, offset)];
+    }
+    Mark(object, offset);
+  }
+  // A waiter that stays after a wake-up that was not for it: its node's bit
+  // may have been taken meanwhile.
+  void Mark(void* object, size_t offset) {
+    StateWord w(object, offset);
+    const uint64_t bit = Runtime::NodeBit(Rt().self());
+    if (!(w.Get() & bit)) w.Set(w.Get() | bit);
+  }
+  void Leave(void* object, size_t offset) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = count_.find(Key(object, offset));
+      if (it == count_.end() || --it->second > 0) return;
+      count_.erase(it);
+    }
+    if (Rt().options().nodes > 64) return;
+    StateWord w(object, offset);
+    const uint64_t bit = Runtime::NodeBit(Rt().self());
+    if (w.Get() & bit) w.Set(w.Get() & ~bit);
+  }
+
+ private:
+  static uintptr_t Key(void* object, size_t offset) { return reinterpret_cast<uintptr_t>(object) + offset; }
+  std::mutex mu_;
+  std::unordered_map<uintptr_t, uint32_t> count_;
+};
+LocalWaiters& Waiters() {
+  static auto* w = new LocalWaiters;
+  return *w;
 }
 
-// Takes the object's waiters. REQUIRES: its state lock is held.
-uint64_t TakeWaiters(void* object, size_t offset) {
+// The lowest set bit of `mask` at or after bit `cursor % 64`, going round.
+uint64_t PickOne(uint64_t mask, uint64_t cursor) {
+  const int s = int(cursor % 64);
+  const uint64_t rotated = std::rotr(mask, s);
+  return std::rotl(rotated & (~rotated + 1), s);
+}
+
+// Takes the object's waiters: every node (all), or one (see LocalWaiters).
+// REQUIRES: its state lock is held.
+uint64_t TakeWaiters(void* object, size_t offset, bool all, uint64_t cursor) {
   StateWord w(object, offset);
   const uint64_t mask = w.Get();
-  if (mask) w.Set(0);
-  return mask;
+  const uint64_t taken = all || Rt().options().nodes > 64 ? mask : PickOne(mask, cursor);
+  if (taken) w.Set(mask & ~taken);
+  return taken;
 }
 
 int64_t NanosUntil(clockid_t clock, const timespec* abstime) {
@@ -274,15 +325,14 @@ int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr) {
   return 0;
 }
 
-// The condition's sequence number; with `wait`, also joins its waiters and
-// reads its clock.
-static uint64_t ReadSeq(pthread_cond_t* c, bool wait, clockid_t* clock = nullptr) {
+// Whether the condition was signalled since `seq`; if so (or `leave`) the
+// caller is no longer one of its waiters.
+static bool Signalled(pthread_cond_t* c, uint64_t seq, bool leave) {
   Rt().Acquire(StateLock(c));
-  uint64_t seq = StateWord(c, kCondSeq).Get();
-  if (wait) AddWaiter(c, kCondWaiters);
-  if (clock) *clock = clockid_t(StateWord(c, kCondClock).Get());
+  const bool signalled = StateWord(c, kCondSeq).Get() != seq;
+  if (signalled || leave) Waiters().Leave(c, kCondWaiters);
   Rt().Release(StateLock(c));
-  return seq;
+  return signalled;
 }
 
 // clock < 0: the condition's own clock.
@@ -291,16 +341,23 @@ static int CondWaitUntil(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
   RuntimeScope scope;
   if (abstime && clock >= 0 && !ValidClock(clock)) return EINVAL;
   if (abstime && !ValidTime(abstime)) return EINVAL;
-  clockid_t own = CLOCK_REALTIME;
-  const uint64_t seq = ReadSeq(c, true, &own);
+  Rt().Acquire(StateLock(c));
+  const uint64_t seq = StateWord(c, kCondSeq).Get();
+  Waiters().Join(c, kCondWaiters);
+  const auto own = clockid_t(StateWord(c, kCondClock).Get());
+  Rt().Release(StateLock(c));
   if (clock < 0) clock = ValidClock(own) ? own : CLOCK_REALTIME;
-  if (int err = MutexUnlock(m); err != 0) return err;
+  if (int err = MutexUnlock(m); err != 0) {
+    Signalled(c, seq, true);
+    return err;
+  }
   int result = 0;
   while (true) {
     const uint32_t gen = Rt().SyncEventGeneration();
-    if (ReadSeq(c, false) != seq) break;
+    if (Signalled(c, seq, false)) break;
     if (!WaitForChange(gen, clock, abstime)) {
-      result = ETIMEDOUT;
+      // A signal that came with the deadline is taken, not lost.
+      if (!Signalled(c, seq, true)) result = ETIMEDOUT;
       break;
     }
   }
@@ -317,20 +374,22 @@ int CondClockWait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const 
 }
 int CondWait(pthread_cond_t* c, pthread_mutex_t* m) { return CondWaitUntil(c, m, -1, nullptr); }
 
-// Signal wakes every waiter (a spurious wake-up for all but one, which POSIX
-// allows): waiters compare a sequence number, not a count.
-int CondBroadcast(pthread_cond_t* c) {
+// Waiters compare a sequence number, not a count: every waiter of the
+// nodes woken returns (a spurious wake-up for all but one, which POSIX
+// allows); a signal wakes one node, a broadcast every node.
+static int Wake(pthread_cond_t* c, bool all) {
   RuntimeScope scope;
   Rt().Acquire(StateLock(c));
   StateWord seq(c, kCondSeq);
   seq.Set(seq.Get() + 1);
-  const uint64_t waiters = TakeWaiters(c, kCondWaiters);
+  const uint64_t waiters = TakeWaiters(c, kCondWaiters, all, seq.Get());
   Rt().Release(StateLock(c));
   Rt().WakeSyncWaiters(waiters, c);
   return 0;
 }
 
-int CondSignal(pthread_cond_t* c) { return CondBroadcast(c); }
+int CondBroadcast(pthread_cond_t* c) { return Wake(c, true); }
+int CondSignal(pthread_cond_t* c) { return Wake(c, false); }
 int CondDestroy(pthread_cond_t*) { return 0; }
 
 // ---- barriers ----
@@ -424,13 +483,15 @@ int SemInit(sem_t* s, int pshared, unsigned value) {
   StateWord(s, kSemValue).Set(value);
   StateWord(s, kSemMagic).Set(kMagic);
   StateWord(s, kSemWaiters).Set(0);
+  StateWord(s, kSemPosts).Set(0);
   Rt().Release(StateLock(s));
   return 0;
 }
 
-// Takes one unit if there is one; else, with `wait`, joins the waiters.
-// REQUIRES: s initialised by SemInit.
-static int SemTake(sem_t* s, bool wait, bool* taken) {
+// Takes one unit if there is one; else, with `wait`, is (or stays) one of
+// the waiters (*joined). A waiter that takes a unit, fails or `leave`s is
+// no longer one. REQUIRES: s initialised by SemInit.
+static int SemTake(sem_t* s, bool wait, bool leave, bool* joined, bool* taken) {
   Rt().Acquire(StateLock(s));
   StateWord magic(s, kSemMagic), value(s, kSemValue);
   int err = 0;
@@ -440,8 +501,17 @@ static int SemTake(sem_t* s, bool wait, bool* taken) {
   } else if (value.Get() > 0) {
     value.Set(value.Get() - 1);
     *taken = true;
-  } else if (wait) {
-    AddWaiter(s, kSemWaiters);
+  } else if (wait && !leave) {
+    if (*joined) {
+      Waiters().Mark(s, kSemWaiters);
+    } else {
+      Waiters().Join(s, kSemWaiters);
+      *joined = true;
+    }
+  }
+  if (*joined && (err != 0 || *taken || leave)) {
+    Waiters().Leave(s, kSemWaiters);
+    *joined = false;
   }
   Rt().Release(StateLock(s));
   return err;
@@ -453,15 +523,21 @@ static int SemWaitUntil(sem_t* s, clockid_t clock, const timespec* abstime) {
     errno = EINVAL;
     return -1;
   }
+  bool joined = false, taken = false;
   while (true) {
     const uint32_t gen = Rt().SyncEventGeneration();
-    bool taken = false;
-    if (int err = SemTake(s, true, &taken); err != 0) {
+    if (int err = SemTake(s, true, false, &joined, &taken); err != 0) {
       errno = err;
       return -1;
     }
     if (taken) return 0;
     if (!WaitForChange(gen, clock, abstime)) {
+      // A unit posted with the deadline is taken: its post woke this node only.
+      if (int err = SemTake(s, true, true, &joined, &taken); err != 0) {
+        errno = err;
+        return -1;
+      }
+      if (taken) return 0;
       errno = ETIMEDOUT;
       return -1;
     }
@@ -476,8 +552,8 @@ int SemClockWait(sem_t* s, clockid_t clock, const timespec* abstime) {
 
 int SemTryWait(sem_t* s) {
   RuntimeScope scope;
-  bool taken = false;
-  if (int err = SemTake(s, false, &taken); err != 0) {
+  bool joined = false, taken = false;
+  if (int err = SemTake(s, false, false, &joined, &taken); err != 0) {
     errno = err;
     return -1;
   }
@@ -489,10 +565,14 @@ int SemTryWait(sem_t* s) {
 int SemPost(sem_t* s) {
   RuntimeScope scope;
   Rt().Acquire(StateLock(s));
-  StateWord magic(s, kSemMagic), value(s, kSemValue);
+  StateWord magic(s, kSemMagic), value(s, kSemValue), posts(s, kSemPosts);
   const bool ok = magic.Get() == kMagic;
-  if (ok) value.Set(value.Get() + 1);
-  const uint64_t waiters = ok ? TakeWaiters(s, kSemWaiters) : 0;
+  uint64_t waiters = 0;
+  if (ok) {
+    value.Set(value.Get() + 1);
+    posts.Set(posts.Get() + 1);
+    waiters = TakeWaiters(s, kSemWaiters, false, posts.Get());
+  }
   Rt().Release(StateLock(s));
   if (!ok) {
     errno = EINVAL;

@@ -216,6 +216,7 @@ std::vector<Case> Cases() {
          [](const Point& p) { return Lines{"mp_cond " + Str(3L * (p.workers() - 1))}; });
   litmus("mp-sem", "mp_sem", {"{P}", "3"},
          [](const Point& p) { return Lines{"mp_sem " + Str(3L * p.workers())}; });
+  litmus("cond-signal", "cond_signal", {"{P}"}, [](const Point&) { return Lines{"cond_signal ok"}; });
   litmus("mp-join", "mp_join", {"{P}"}, [](const Point& p) {
     long in = 0;
     for (long k = 0; k < 20000; ++k) in += k % 97 + 1;
