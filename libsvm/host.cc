@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "libsvm/fragment.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
@@ -413,23 +415,45 @@ bool Runtime::Barrier(BarrierId b, uint32_t count) {
   return serial;
 }
 
-void Runtime::WaitSyncEvent(uint32_t generation, int64_t timeout_ns) {
-  if (sync_event_.load(std::memory_order_acquire) != generation) return;
+void Runtime::JoinSync(SyncWaiter* w) {
+  w->woken.store(0, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(sync_mu_);
+  sync_waiters_.push_back(w);
+}
+
+bool Runtime::LeaveSync(SyncWaiter* w) {
+  std::lock_guard<std::mutex> l(sync_mu_);
+  std::erase(sync_waiters_, w);
+  return std::ranges::any_of(sync_waiters_, [w](const SyncWaiter* o) {
+    return o->object == w->object && o->woken.load(std::memory_order_relaxed) == 0;
+  });
+}
+
+// Under sync_mu_ a waiter cannot leave, so its word outlives the wake.
+bool Runtime::WakeSyncHere(const void* object, bool all) {
+  std::lock_guard<std::mutex> l(sync_mu_);
+  bool woke = false;
+  for (SyncWaiter* w : sync_waiters_) {
+    if (w->object != object || w->woken.load(std::memory_order_relaxed) != 0) continue;
+    if (woke && !all) return true;
+    w->woken.store(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w->woken), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    woke = true;
+  }
+  return false;
+}
+
+void Runtime::SleepSync(SyncWaiter* w, int64_t timeout_ns) {
+  if (w->woken.load(std::memory_order_acquire) != 0) return;
   stats::Scope timing(stats::Category::kLockWait);  // a condition or semaphore wait
   timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sync_event_), FUTEX_WAIT_PRIVATE, generation,
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w->woken), FUTEX_WAIT_PRIVATE, 0,
           timeout_ns < 0 ? nullptr : &ts, nullptr, 0);
 }
 
-void Runtime::NotifySyncEvent() {
-  sync_event_.fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sync_event_), FUTEX_WAKE_PRIVATE, INT32_MAX,
-          nullptr, nullptr, 0);
-}
-
-void Runtime::WakeSyncWaiters(uint64_t node_mask, const void* object) {
-  if (node_mask & NodeBit(self())) NotifySyncEvent();
-  if ((node_mask & ~NodeBit(self())) == 0 && opts_.nodes <= 64) return;
+void Runtime::WakeSyncNodes(uint64_t node_mask, const void* object) {
+  if (opts_.nodes <= 64) node_mask &= ~NodeBit(self());
+  if (node_mask == 0) return;
   std::lock_guard<std::mutex> l(mu_);
   for (NodeId n = 0; n < opts_.nodes; ++n)
     if (n != self() && (node_mask & NodeBit(n))) SendMessage(n, SyncWake{reinterpret_cast<uint64_t>(object)});

@@ -136,15 +136,30 @@ class Runtime final : public Host {
   // Waits at barrier b with `count` threads in all; true for the one serial
   // thread of the episode.
   bool Barrier(BarrierId b, uint32_t count);
-  // A node-wide event for waiters on condition variables and semaphores:
-  // wait until it fires after `generation` was read, or timeout_ns passes
-  // (< 0: no timeout).
-  uint32_t SyncEventGeneration() const { return sync_event_.load(std::memory_order_acquire); }
-  void WaitSyncEvent(uint32_t generation, int64_t timeout_ns);
-  void NotifySyncEvent();
-  // Fires the event on every node in node_mask (NodeBit): here at once,
-  // elsewhere by a SyncWake message. `object` names what changed.
-  void WakeSyncWaiters(uint64_t node_mask, const void* object);
+  // A thread of this node waiting for a condition variable or semaphore
+  // (sync.cc) to change, on a futex word of its own, so that a signal can
+  // wake one thread rather than every waiter of the node.
+  struct SyncWaiter {
+    const void* object = nullptr;
+    std::atomic<uint32_t> woken{0};
+  };
+  // REQUIRES (Join, Leave, Rearm, and WakeSyncHere but from a SyncWake):
+  // the object's state lock is held, so that whether a waiter here is not
+  // yet woken agrees with this node's bit in the object's waiter mask.
+  void JoinSync(SyncWaiter* w);
+  // Returns whether a waiter of the same object here is still not woken.
+  bool LeaveSync(SyncWaiter* w);
+  // A woken waiter that found nothing for it (the unit went to another
+  // thread, a SyncWake of an older signal) waits again.
+  void RearmSync(SyncWaiter* w) { w->woken.store(0, std::memory_order_relaxed); }
+  // Wakes one waiter of `object` here not woken yet (`all`: every one);
+  // returns whether one not woken remains.
+  bool WakeSyncHere(const void* object, bool all);
+  // Sleeps until w is woken or timeout_ns passes (< 0: no timeout).
+  void SleepSync(SyncWaiter* w, int64_t timeout_ns);
+  // Sends every other node in node_mask (NodeBit) a SyncWake, which wakes
+  // all of its waiters of `object`.
+  void WakeSyncNodes(uint64_t node_mask, const void* object);
   // A node's bit in a mask of nodes; nodes 64 apart share one (a spurious
   // wake-up for the other, which pollers tolerate).
   static uint64_t NodeBit(NodeId n) { return 1ull << (n % 64); }
@@ -348,7 +363,8 @@ class Runtime final : public Host {
   // the spawner thread: the handler must never wait for the heap's lock.
   std::deque<uint64_t> free_queue_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
-  std::atomic<uint32_t> sync_event_{0};
+  std::mutex sync_mu_;
+  std::vector<SyncWaiter*> sync_waiters_;  // GUARDED_BY(sync_mu_); in the order they came
   std::atomic<bool> exiting_{false};
   std::atomic<bool> stats_reported_{false};
 

@@ -81,49 +81,31 @@ constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
 constexpr size_t kCondSeq = 0, kCondWaiters = 8, kCondClock = 16;
 static_assert(sizeof(sem_t) >= 32 && sizeof(pthread_barrier_t) >= 16 && sizeof(pthread_cond_t) >= 24);
 
-// A node's bit stands for all of its waiting threads, so it may be taken
-// by a signal only while one of them still waits: this node counts its
-// waiters on each object and clears its bit when the last one leaves
-// (timed out, or woken). Past 64 nodes a bit is shared by several nodes
-// (NodeBit), so no node can clear it and a signal wakes every waiter.
-class LocalWaiters {
- public:
-  // REQUIRES (all three): the object's state lock is held.
-  void Join(void* object, size_t offset) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ++count_[Key(object, offset)];
-    }
-    Mark(object, offset);
-  }
-  // A waiter that stays after a wake-up that was not for it: its node's bit
-  // may have been taken meanwhile.
-  void Mark(void* object, size_t offset) {
-    StateWord w(object, offset);
-    const uint64_t bit = Runtime::NodeBit(Rt().self());
-    if (!(w.Get() & bit)) w.Set(w.Get() | bit);
-  }
-  void Leave(void* object, size_t offset) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = count_.find(Key(object, offset));
-      if (it == count_.end() || --it->second > 0) return;
-      count_.erase(it);
-    }
-    if (Rt().options().nodes > 64) return;
-    StateWord w(object, offset);
-    const uint64_t bit = Runtime::NodeBit(Rt().self());
-    if (w.Get() & bit) w.Set(w.Get() & ~bit);
-  }
+// A node's bit stands for its waiting threads that are not woken yet
+// (Runtime::SyncWaiter), so a signal may take it only while one of them
+// waits: the bit is set when one joins, and cleared when the last one not
+// woken leaves (timed out) or is woken. Past 64 nodes a bit is shared by
+// several nodes (NodeBit), so no node can clear it and a signal wakes every
+// waiter. REQUIRES (all three): the object's state lock is held.
+using Waiter = Runtime::SyncWaiter;
 
- private:
-  static uintptr_t Key(void* object, size_t offset) { return reinterpret_cast<uintptr_t>(object) + offset; }
-  std::mutex mu_;
-  std::unordered_map<uintptr_t, uint32_t> count_;
-};
-LocalWaiters& Waiters() {
-  static auto* w = new LocalWaiters;
-  return *w;
+void Mark(void* object, size_t offset) {
+  StateWord w(object, offset);
+  const uint64_t bit = Runtime::NodeBit(Rt().self());
+  if (!(w.Get() & bit)) w.Set(w.Get() | bit);
+}
+
+void Join(Waiter* waiter, void* object, size_t offset) {
+  waiter->object = object;
+  Rt().JoinSync(waiter);
+  Mark(object, offset);
+}
+
+void Leave(Waiter* waiter, void* object, size_t offset) {
+  if (Rt().LeaveSync(waiter) || Rt().options().nodes > 64) return;
+  StateWord w(object, offset);
+  const uint64_t bit = Runtime::NodeBit(Rt().self());
+  if (w.Get() & bit) w.Set(w.Get() & ~bit);
 }
 
 // The lowest set bit of `mask` at or after bit `cursor % 64`, going round.
@@ -133,13 +115,19 @@ uint64_t PickOne(uint64_t mask, uint64_t cursor) {
   return std::rotl(rotated & (~rotated + 1), s);
 }
 
-// Takes the object's waiters: every node (all), or one (see LocalWaiters).
-// REQUIRES: its state lock is held.
+// Wakes the object's waiters: one node's (a signal) or every node's (all).
+// This node's are woken here and now, one thread for a signal (its bit
+// stays while another waits); the other nodes' bits are returned, to be
+// woken (WakeSyncNodes) once the state lock is let go. REQUIRES: the
+// object's state lock is held.
 uint64_t TakeWaiters(void* object, size_t offset, bool all, uint64_t cursor) {
   StateWord w(object, offset);
-  const uint64_t mask = w.Get();
-  const uint64_t taken = all || Rt().options().nodes > 64 ? mask : PickOne(mask, cursor);
-  if (taken) w.Set(mask & ~taken);
+  const uint64_t mask = w.Get(), self = Runtime::NodeBit(Rt().self());
+  all = all || Rt().options().nodes > 64;
+  const uint64_t taken = all ? mask : PickOne(mask, cursor);
+  uint64_t left = mask & ~taken;
+  if ((taken & self) && Rt().WakeSyncHere(object, all)) left |= self;
+  if (left != mask) w.Set(left);
   return taken;
 }
 
@@ -149,17 +137,16 @@ int64_t NanosUntil(clockid_t clock, const timespec* abstime) {
   return (int64_t(abstime->tv_sec) - now.tv_sec) * 1'000'000'000 + (abstime->tv_nsec - now.tv_nsec);
 }
 
-// Waits for a wake-up on this node after generation `gen`, or until abstime
-// (on `clock`; none if null); false, without waiting, once abstime passed.
-// Nothing polls: a waiter reads the generation, then joins the object's
-// waiters under its lock before it looks at the object; whoever changes it
-// later takes the waiters under the same lock and wakes their nodes, which
-// moves the generation. (A look took the object's lock, pulling it away from
-// the node that would signal.)
-bool WaitForChange(uint32_t gen, clockid_t clock, const timespec* abstime) {
+// Waits for the waiter to be woken, or until abstime (on `clock`; none if
+// null); false, without waiting, once abstime passed. Nothing polls: a
+// waiter joins the object's waiters under its lock before it looks at the
+// object; whoever changes it later wakes them under the same lock (or sends
+// their nodes a SyncWake after it). (A look took the object's lock, pulling
+// it away from the node that would signal.)
+bool WaitForWake(Waiter* waiter, clockid_t clock, const timespec* abstime) {
   int64_t left = -1;
   if (abstime && (left = NanosUntil(clock, abstime)) <= 0) return false;
-  Rt().WaitSyncEvent(gen, left);
+  Rt().SleepSync(waiter, left);
   return true;
 }
 
@@ -326,11 +313,15 @@ int CondInit(pthread_cond_t* c, const pthread_condattr_t* attr) {
 }
 
 // Whether the condition was signalled since `seq`; if so (or `leave`) the
-// caller is no longer one of its waiters.
-static bool Signalled(pthread_cond_t* c, uint64_t seq, bool leave) {
+// caller is no longer one of its waiters, else it waits again.
+static bool Signalled(pthread_cond_t* c, uint64_t seq, Waiter* waiter, bool leave) {
   Rt().Acquire(StateLock(c));
   const bool signalled = StateWord(c, kCondSeq).Get() != seq;
-  if (signalled || leave) Waiters().Leave(c, kCondWaiters);
+  if (signalled || leave) {
+    Leave(waiter, c, kCondWaiters);
+  } else {
+    Rt().RearmSync(waiter);
+  }
   Rt().Release(StateLock(c));
   return signalled;
 }
@@ -341,23 +332,22 @@ static int CondWaitUntil(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
   RuntimeScope scope;
   if (abstime && clock >= 0 && !ValidClock(clock)) return EINVAL;
   if (abstime && !ValidTime(abstime)) return EINVAL;
+  Waiter waiter;
   Rt().Acquire(StateLock(c));
   const uint64_t seq = StateWord(c, kCondSeq).Get();
-  Waiters().Join(c, kCondWaiters);
+  Join(&waiter, c, kCondWaiters);
   const auto own = clockid_t(StateWord(c, kCondClock).Get());
   Rt().Release(StateLock(c));
   if (clock < 0) clock = ValidClock(own) ? own : CLOCK_REALTIME;
   if (int err = MutexUnlock(m); err != 0) {
-    Signalled(c, seq, true);
+    Signalled(c, seq, &waiter, true);
     return err;
   }
   int result = 0;
-  while (true) {
-    const uint32_t gen = Rt().SyncEventGeneration();
-    if (Signalled(c, seq, false)) break;
-    if (!WaitForChange(gen, clock, abstime)) {
+  while (!Signalled(c, seq, &waiter, false)) {
+    if (!WaitForWake(&waiter, clock, abstime)) {
       // A signal that came with the deadline is taken, not lost.
-      if (!Signalled(c, seq, true)) result = ETIMEDOUT;
+      if (!Signalled(c, seq, &waiter, true)) result = ETIMEDOUT;
       break;
     }
   }
@@ -374,9 +364,9 @@ int CondClockWait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock, const 
 }
 int CondWait(pthread_cond_t* c, pthread_mutex_t* m) { return CondWaitUntil(c, m, -1, nullptr); }
 
-// Waiters compare a sequence number, not a count: every waiter of the
-// nodes woken returns (a spurious wake-up for all but one, which POSIX
-// allows); a signal wakes one node, a broadcast every node.
+// Waiters compare a sequence number, not a count: every waiter a signal
+// wakes returns (on another node, all of that node's waiters, a spurious
+// wake-up for all but one, which POSIX allows).
 static int Wake(pthread_cond_t* c, bool all) {
   RuntimeScope scope;
   Rt().Acquire(StateLock(c));
@@ -384,7 +374,7 @@ static int Wake(pthread_cond_t* c, bool all) {
   seq.Set(seq.Get() + 1);
   const uint64_t waiters = TakeWaiters(c, kCondWaiters, all, seq.Get());
   Rt().Release(StateLock(c));
-  Rt().WakeSyncWaiters(waiters, c);
+  Rt().WakeSyncNodes(waiters, c);
   return 0;
 }
 
@@ -488,10 +478,11 @@ int SemInit(sem_t* s, int pshared, unsigned value) {
   return 0;
 }
 
-// Takes one unit if there is one; else, with `wait`, is (or stays) one of
-// the waiters (*joined). A waiter that takes a unit, fails or `leave`s is
-// no longer one. REQUIRES: s initialised by SemInit.
-static int SemTake(sem_t* s, bool wait, bool leave, bool* joined, bool* taken) {
+// Takes one unit if there is one; else, with a waiter, makes it one of the
+// waiters (or keeps it one, waiting again). A waiter that takes a unit,
+// fails or leaves (`leave`) is no longer one: *joined says. REQUIRES: s
+// initialised by SemInit.
+static int SemTake(sem_t* s, Waiter* waiter, bool leave, bool* joined, bool* taken) {
   Rt().Acquire(StateLock(s));
   StateWord magic(s, kSemMagic), value(s, kSemValue);
   int err = 0;
@@ -501,16 +492,17 @@ static int SemTake(sem_t* s, bool wait, bool leave, bool* joined, bool* taken) {
   } else if (value.Get() > 0) {
     value.Set(value.Get() - 1);
     *taken = true;
-  } else if (wait && !leave) {
+  } else if (waiter && !leave) {
     if (*joined) {
-      Waiters().Mark(s, kSemWaiters);
+      Rt().RearmSync(waiter);  // the unit its wake-up was for went to another thread
+      Mark(s, kSemWaiters);
     } else {
-      Waiters().Join(s, kSemWaiters);
+      Join(waiter, s, kSemWaiters);
       *joined = true;
     }
   }
   if (*joined && (err != 0 || *taken || leave)) {
-    Waiters().Leave(s, kSemWaiters);
+    Leave(waiter, s, kSemWaiters);
     *joined = false;
   }
   Rt().Release(StateLock(s));
@@ -523,17 +515,17 @@ static int SemWaitUntil(sem_t* s, clockid_t clock, const timespec* abstime) {
     errno = EINVAL;
     return -1;
   }
+  Waiter waiter;
   bool joined = false, taken = false;
   while (true) {
-    const uint32_t gen = Rt().SyncEventGeneration();
-    if (int err = SemTake(s, true, false, &joined, &taken); err != 0) {
+    if (int err = SemTake(s, &waiter, false, &joined, &taken); err != 0) {
       errno = err;
       return -1;
     }
     if (taken) return 0;
-    if (!WaitForChange(gen, clock, abstime)) {
-      // A unit posted with the deadline is taken: its post woke this node only.
-      if (int err = SemTake(s, true, true, &joined, &taken); err != 0) {
+    if (!WaitForWake(&waiter, clock, abstime)) {
+      // A unit posted with the deadline is taken: its post woke this thread only.
+      if (int err = SemTake(s, &waiter, true, &joined, &taken); err != 0) {
         errno = err;
         return -1;
       }
@@ -553,7 +545,7 @@ int SemClockWait(sem_t* s, clockid_t clock, const timespec* abstime) {
 int SemTryWait(sem_t* s) {
   RuntimeScope scope;
   bool joined = false, taken = false;
-  if (int err = SemTake(s, false, false, &joined, &taken); err != 0) {
+  if (int err = SemTake(s, nullptr, false, &joined, &taken); err != 0) {
     errno = err;
     return -1;
   }
@@ -578,7 +570,7 @@ int SemPost(sem_t* s) {
     errno = EINVAL;
     return -1;
   }
-  Rt().WakeSyncWaiters(waiters, s);
+  Rt().WakeSyncNodes(waiters, s);
   return 0;
 }
 

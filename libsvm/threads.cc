@@ -254,8 +254,8 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
     spawn_cv_.notify_one();
     return;
   }
-  if (std::holds_alternative<SyncWake>(m)) {
-    NotifySyncEvent();
+  if (auto* w = std::get_if<SyncWake>(&m)) {
+    WakeSyncHere(reinterpret_cast<const void*>(w->object), true);
     return;
   }
   if (auto* f = std::get_if<svm::RemoteFree>(&m)) {

@@ -10,6 +10,11 @@
  *    that the node a signal tries first goes round.
  * 3. The same with a semaphore: sem_timedwait times out, sem_wait gets the
  *    next post.
+ * 4. Worker 0 starts three more threads (on its own node in one-node jobs),
+ *    each of which waits for one token and ends; it hands out the tokens
+ *    one at a time, a signal each, and waits for each to be taken: a signal
+ *    that woke one of several waiters of its own node must leave the others
+ *    wakeable.
  * Prints "cond_signal ok". */
 #include <errno.h>
 #include <semaphore.h>
@@ -25,6 +30,9 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER, cv2 = PTHREAD_COND_INITIALI
 static sem_t* sem;
 static int workers, waiting, tokens, done, broadcast, returned_on[MAX_WORKERS];
 static int round_no, timed_out, waiting2, tokens2, got2, timed_out3, got3;
+#define HELPERS 3
+static pthread_cond_t cv4 = PTHREAD_COND_INITIALIZER;
+static int waiting4, tokens4, got4;
 
 static struct timespec after_ms(int ms) {
   struct timespec t;
@@ -138,6 +146,31 @@ static void phase3(long i) {
   }
 }
 
+static void* helper4(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&mu);
+  ++waiting4;
+  while (tokens4 == 0) pthread_cond_wait(&cv4, &mu);
+  --tokens4;
+  ++got4;
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+static void phase4(void) {
+  pthread_t t[HELPERS];
+  for (int k = 0; k < HELPERS; ++k) CHECK(pthread_create(&t[k], NULL, helper4, NULL) == 0, "create helper %d", k);
+  await(&waiting4, HELPERS, "phase 4 waiters");
+  for (int k = 1; k <= HELPERS; ++k) {
+    pthread_mutex_lock(&mu);
+    ++tokens4;
+    pthread_cond_signal(&cv4);
+    pthread_mutex_unlock(&mu);
+    await(&got4, k, "a token handed out with one signal");
+  }
+  for (int k = 0; k < HELPERS; ++k) CHECK(pthread_join(t[k], NULL) == 0, "join helper %d", k);
+}
+
 static void* work(void* arg) {
   const long i = (long)arg;
   if (workers >= 2) phase1(i);
@@ -145,6 +178,7 @@ static void* work(void* arg) {
     phase2(i);
     phase3(i);
   }
+  if (i == 0) phase4();
   return NULL;
 }
 
