@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <optional>
 #include <thread>
 
 #include "tests/launch/virtual_cluster.h"
@@ -162,18 +164,58 @@ TEST(LauncherSsh, RefusedHostEndsTheJobNamingIt) {
   EXPECT_EQ(c.out, "");  // the nodes that did start were ended before they printed
 }
 
+// Two hosts with an sshd each, for the tests that make host 1 fall silent
+// under a job of one node a host with a 1 s liveness timeout.
+class SshPair {
+ public:
+  explicit SshPair(const std::string& tag) : vh_(2, tag) {
+    if (!vh_.skip().empty()) {
+      skip_ = vh_.skip();
+    } else if (!vh_.ok()) {
+      error_ = "the virtual hosts could not be set up";
+    } else {
+      ssh_.emplace(vh_, dir_);
+      skip_ = ssh_->skip();
+      error_ = ssh_->error();
+    }
+  }
+  const std::string& skip() const { return skip_; }
+  const std::string& error() const { return error_; }
+  VirtualHosts& vh() { return vh_; }
+
+  std::vector<std::string> Job(const std::vector<std::string>& fake_node_args) {
+    std::vector<std::string> argv = {Svmrun(),           "--preload", "none", "--ssh", ssh_->ssh_command(),
+                                     "--hosts",          vh_.ip(0) + "," + vh_.ip(1), "--liveness-timeout", "1",
+                                     "--",               FakeNode()};
+    argv.insert(argv.end(), fake_node_args.begin(), fake_node_args.end());
+    return argv;
+  }
+  // The job's end once host 1 fell silent at `since`: 255 within 8 s,
+  // naming the agent there.
+  void ExpectEndNamingHostOne(Child& c, std::chrono::steady_clock::time_point since,
+                              const std::function<void()>& at_end = {}) {
+    const int code = c.ExitCode();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    if (at_end) at_end();
+    EXPECT_EQ(code, 255) << c.out << c.err;
+    EXPECT_LT(seconds, 8.0) << c.err;
+    EXPECT_NE(c.err.find("the agent on " + vh_.ip(1) + ": no answer"), std::string::npos) << c.err;
+  }
+
+ private:
+  TempDir dir_;  // outlives the servers that write into it
+  VirtualHosts vh_;
+  std::optional<SshCluster> ssh_;
+  std::string skip_, error_;
+};
+
 // A host agent that stops answering (SIGSTOP: a hung host) is given up
 // like an svmd: its PINGs go unanswered, the job ends with 255 naming it.
 TEST(LauncherSsh, StoppedAgentEndsTheJobNamingTheHost) {
-  TempDir dir;  // outlives the servers that write into it
-  VirtualHosts vh(2, "cl");
-  if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
-  ASSERT_TRUE(vh.ok());
-  SshCluster ssh(vh, dir);
-  if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
-  ASSERT_EQ(ssh.error(), "");
-  Child c({Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts", vh.ip(0) + "," + vh.ip(1),
-           "--liveness-timeout", "1", "--", FakeNode(), "--wait"});
+  SshPair pair("cl");
+  if (!pair.skip().empty()) GTEST_SKIP() << pair.skip();
+  ASSERT_EQ(pair.error(), "");
+  Child c(pair.Job({"--wait"}));
   ASSERT_TRUE(c.WaitFor("n1 control ")) << c.out << c.err;
   // Node 1's parent is the agent on host 1 (the namespaces share one pid space).
   const size_t at = c.out.find("n1 of 2 pid ");
@@ -187,28 +229,19 @@ TEST(LauncherSsh, StoppedAgentEndsTheJobNamingTheHost) {
   const std::string args((std::istreambuf_iterator<char>(cmdline)), {});
   ASSERT_NE(args.find("--agent"), std::string::npos) << "parent " << agent << " of node 1 is not an agent";
   ASSERT_EQ(::kill(agent, SIGSTOP), 0);
-  const auto start = std::chrono::steady_clock::now();
-  const int code = c.ExitCode();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ::kill(agent, SIGCONT);  // it then finds its connection closed and leaves
-  EXPECT_EQ(code, 255) << c.out << c.err;
-  EXPECT_LT(seconds, 8.0) << c.err;
-  EXPECT_NE(c.err.find("the agent on " + vh.ip(1) + ": no answer"), std::string::npos) << c.err;
+  // Once continued, the agent finds its connection closed and leaves.
+  pair.ExpectEndNamingHostOne(c, std::chrono::steady_clock::now(), [agent] { ::kill(agent, SIGCONT); });
 }
 
 // A link cut while the nodes are on their way to the join (each waits 3 s
 // before its rendezvous): svmrun names the host whose agent fell silent, and
 // on that host the agent, hearing nothing from svmrun, takes its node with it.
 TEST(LauncherSsh, CutBeforeTheJoinEndsTheJobAndLeavesNothing) {
-  TempDir dir;  // outlives the servers that write into it
-  VirtualHosts vh(2, "cj");
-  if (!vh.skip().empty()) GTEST_SKIP() << vh.skip();
-  ASSERT_TRUE(vh.ok());
-  SshCluster ssh(vh, dir);
-  if (!ssh.skip().empty()) GTEST_SKIP() << ssh.skip();
-  ASSERT_EQ(ssh.error(), "");
-  Child c({Svmrun(), "--preload", "none", "--ssh", ssh.ssh_command(), "--hosts", vh.ip(0) + "," + vh.ip(1),
-           "--liveness-timeout", "1", "--", FakeNode(), "--delay-rendezvous", "3000", "--wait"});
+  SshPair pair("cj");
+  if (!pair.skip().empty()) GTEST_SKIP() << pair.skip();
+  ASSERT_EQ(pair.error(), "");
+  VirtualHosts& vh = pair.vh();
+  Child c(pair.Job({"--delay-rendezvous", "3000", "--wait"}));
   std::vector<pid_t> nodes;
   for (int i = 0; i < 200 && nodes.empty(); ++i) {
     nodes = vh.Pids(1, FakeNode());
@@ -217,13 +250,8 @@ TEST(LauncherSsh, CutBeforeTheJoinEndsTheJobAndLeavesNothing) {
   ASSERT_EQ(nodes.size(), 1u) << "node 1 did not start on " << vh.ip(1) << ": " << c.err;
   ASSERT_EQ(vh.Pids(1, Svmd()).size(), 1u) << "no agent on " << vh.ip(1);
   ASSERT_TRUE(vh.SetLink(1, false));
-  const auto start = std::chrono::steady_clock::now();
-  const int code = c.ExitCode();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(code, 255) << c.out << c.err;
-  EXPECT_LT(seconds, 8.0) << c.err;
+  pair.ExpectEndNamingHostOne(c, std::chrono::steady_clock::now());
   EXPECT_EQ(c.out.find(" control "), std::string::npos) << "a node joined before the cut: " << c.out;
-  EXPECT_NE(c.err.find("the agent on " + vh.ip(1) + ": no answer"), std::string::npos) << c.err;
   for (int i = 0; i < 500 && Alive(nodes[0]); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(Alive(nodes[0])) << "the link is still cut: node 1 (pid " << nodes[0] << ") must be gone";
   EXPECT_TRUE(vh.Pids(1, Svmd()).empty()) << "the agent on " << vh.ip(1) << " is still there";

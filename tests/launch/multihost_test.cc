@@ -147,37 +147,6 @@ TEST(MultiHost, WrongKeyIsRefusedAndLogged) {
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
-// Issue 18: a host whose link is cut hung the job for minutes without a
-// word. Now svmrun names the silent host within the liveness timeout, the
-// nodes it can still reach leave at its TERMINATE, and the cut-off host's
-// svmd and node leave on their own once svmrun falls silent to them.
-TEST(MultiHost, CutLinkEndsTheJobNamingTheHost) {
-  VirtualCluster vc(3);
-  if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
-  ASSERT_TRUE(vc.ok());
-  TempDir dir;
-  std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
-  std::string host_list = vc.StartDaemons(key);
-  ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
-  Child c({Svmrun(), "--preload", "none", "-n", "3", "--liveness-timeout", "1", "--hosts", host_list,
-           "--key-file", key, "--", FakeNode(), "--wait"});
-  for (int k = 0; k < 3; ++k) ASSERT_TRUE(c.WaitFor("n" + std::to_string(k) + " control")) << c.err;
-  std::vector<pid_t> pids = NodePids(c.out);
-  ASSERT_EQ(pids.size(), 3u);
-  ASSERT_TRUE(vc.SetLink(1, false));
-  const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(c.ExitCode(), 255) << c.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
-  EXPECT_TRUE(c.err.find("svmd at " + vc.ip(1) + ":7117: no answer") != std::string::npos ||
-              c.err.find("node 1 (remote on " + vc.ip(1) + "): no answer") != std::string::npos)
-      << c.err;
-  for (pid_t p : pids)
-    for (int i = 0; i < 500 && Alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "the link is still cut: node pid " << p << " must leave alone";
-  EXPECT_TRUE(vc.daemon(1).WaitFor("no word from svmrun", 10)) << vc.daemon(1).err;
-  vc.SetLink(1, true);
-}
-
 // The pid svmd logged for a node of its session ("node K is pid P"), or -1.
 pid_t LoggedNodePid(Child& daemon, int k) {
   const std::string tag = "node " + std::to_string(k) + " is pid ";
@@ -185,11 +154,14 @@ pid_t LoggedNodePid(Child& daemon, int k) {
   return pid_t(std::atoi(daemon.err.c_str() + daemon.err.find(tag) + tag.size()));
 }
 
-// The same cut, but while the nodes are still on their way to the join
-// (each waits 3 s before its rendezvous): svmrun cannot ping a node that has
-// not joined, so it must name the host whose svmd fell silent, and on that
-// host the node, which never reached svmrun, must not be left waiting.
-TEST(MultiHost, CutBeforeTheJoinEndsTheJobAndLeavesNothing) {
+// Issue 18: a host whose link is cut hung the job for minutes without a
+// word. Cuts host 1's link of a 3-host job once its nodes joined, or
+// (!joined) while they are still on their way to the join (each waits 3 s
+// before its rendezvous, so svmrun has no node to ping, only the svmds).
+// svmrun must name the silent host within the liveness timeout, the nodes
+// it can still reach leave at its TERMINATE, and on the cut-off host the
+// svmd and the node leave once svmrun falls silent to them.
+void CutLinkOfHostOne(bool joined) {
   VirtualCluster vc(3);
   if (!vc.skip().empty()) GTEST_SKIP() << vc.skip();
   ASSERT_TRUE(vc.ok());
@@ -197,23 +169,37 @@ TEST(MultiHost, CutBeforeTheJoinEndsTheJobAndLeavesNothing) {
   std::string key = dir.WriteKey("admin.key", std::string(32, 'q'));
   std::string host_list = vc.StartDaemons(key);
   ASSERT_FALSE(host_list.empty()) << "an svmd did not start";
-  Child c({Svmrun(), "--preload", "none", "-n", "3", "--liveness-timeout", "1", "--hosts", host_list,
-           "--key-file", key, "--", FakeNode(), "--delay-rendezvous", "3000", "--wait"});
+  std::vector<std::string> argv = {Svmrun(), "--preload", "none", "-n", "3", "--liveness-timeout", "1",
+                                   "--hosts", host_list, "--key-file", key, "--", FakeNode(), "--wait"};
+  if (!joined) argv.insert(argv.end(), {"--delay-rendezvous", "3000"});
+  Child c(argv);
   std::vector<pid_t> pids;
-  for (int k = 0; k < 3; ++k) pids.push_back(LoggedNodePid(vc.daemon(size_t(k)), k));
-  for (int k = 0; k < 3; ++k) ASSERT_GT(pids[size_t(k)], 0) << "svmd " << k << ": " << vc.daemon(size_t(k)).err;
+  for (int k = 0; k < 3; ++k) {
+    if (joined) {
+      ASSERT_TRUE(c.WaitFor("n" + std::to_string(k) + " control")) << c.err;
+    }
+    pids.push_back(joined ? NodePid(c.out, k) : LoggedNodePid(vc.daemon(size_t(k)), k));
+    ASSERT_GT(pids.back(), 0) << "node " << k << ": " << c.out << vc.daemon(size_t(k)).err;
+  }
   ASSERT_TRUE(vc.SetLink(1, false));
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(c.ExitCode(), 255) << c.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
-  EXPECT_EQ(c.out.find(" control "), std::string::npos) << "a node joined before the cut: " << c.out;
-  EXPECT_NE(c.err.find("svmd at " + vc.ip(1) + ":7117: no answer"), std::string::npos) << c.err;
+  const bool svmd_named = c.err.find("svmd at " + vc.ip(1) + ":7117: no answer") != std::string::npos;
+  const bool node_named = c.err.find("node 1 (remote on " + vc.ip(1) + "): no answer") != std::string::npos;
+  EXPECT_TRUE(svmd_named || (joined && node_named)) << c.err;
+  if (!joined) {
+    EXPECT_EQ(c.out.find(" control "), std::string::npos) << "a node joined before the cut: " << c.out;
+  }
   for (pid_t p : pids)
     for (int i = 0; i < 500 && Alive(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << "the link is still cut: node pid " << p << " must be gone";
   EXPECT_TRUE(vc.daemon(1).WaitFor("no word from svmrun", 10)) << vc.daemon(1).err;
   vc.SetLink(1, true);
 }
+
+TEST(MultiHost, CutLinkEndsTheJobNamingTheHost) { CutLinkOfHostOne(true); }
+TEST(MultiHost, CutBeforeTheJoinEndsTheJobAndLeavesNothing) { CutLinkOfHostOne(false); }
 
 // Listens to every frame on one link (a raw AF_PACKET socket, as tcpdump
 // would) and looks for a needle in each.
