@@ -414,14 +414,19 @@ class Node {
     return c < armed_.size() && armed_[c] && (armed_[c]->words[w % ArmedChunk::kWords] >> (p % 64) & 1);
   }
   std::vector<PageId> found_;          // FindWrites' scratch
-  // Twins, allocated kTwinSlab pages at a time and never given back: one
-  // allocation (an mmap, not a heap extension by mprotect) per slab; a
-  // page's twin goes back to spare_twins_ when dropped.
-  static constexpr size_t kTwinSlab = 64;
+  // Twins, allocated a slab at a time and never given back: one allocation
+  // (an mmap, not a heap extension by mprotect) per slab, each slab twice
+  // the last from kFirstTwinSlab pages up to kMaxTwinSlab (a first touch of
+  // 4,000 pages: 7 slabs, not 63); twins are taken from the newest slab in
+  // turn (slab_next_ of slab_end_), and a dropped one goes to spare_twins_.
+  static constexpr size_t kFirstTwinSlab = 64, kMaxTwinSlab = 1024;
   struct SlabFree {
     void operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t(4096)); }
   };
   std::vector<std::unique_ptr<uint8_t, SlabFree>> twin_slabs_;
+  size_t twin_slab_pages_ = 0;  // the newest slab's
+  uint8_t* slab_next_ = nullptr;
+  uint8_t* slab_end_ = nullptr;
   std::vector<uint8_t*> spare_twins_;
   int batching_ = 0;                   // live ProtectionBatch objects
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back

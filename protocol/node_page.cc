@@ -154,16 +154,20 @@ void Node::CheckDropped(PageId p, Page& pg) {
 
 void Node::MakeTwin(PageId p, Page& pg) {
   const size_t page_size = config_.geometry.page_size;
-  if (pg.twin == nullptr) {
-    if (spare_twins_.empty()) {
-      const size_t bytes = kTwinSlab * page_size;
-      twin_slabs_.emplace_back(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(4096))));
-      uint8_t* slab = twin_slabs_.back().get();
-      host_->Populate({slab, bytes});  // one step, not a fault per twin
-      for (size_t i = kTwinSlab; i-- > 0;) spare_twins_.push_back(slab + i * page_size);
-    }
+  if (pg.twin == nullptr && !spare_twins_.empty()) {
     pg.twin = spare_twins_.back();
     spare_twins_.pop_back();
+  } else if (pg.twin == nullptr) {
+    if (slab_next_ == slab_end_) {
+      twin_slab_pages_ = std::min(kMaxTwinSlab, twin_slab_pages_ == 0 ? kFirstTwinSlab : 2 * twin_slab_pages_);
+      const size_t bytes = twin_slab_pages_ * page_size;
+      twin_slabs_.emplace_back(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(4096))));
+      slab_next_ = twin_slabs_.back().get();
+      slab_end_ = slab_next_ + bytes;
+      host_->Populate({slab_next_, bytes});  // one step, not a fault per twin
+    }
+    pg.twin = slab_next_;
+    slab_next_ += page_size;
   }
   std::memcpy(pg.twin, host_->Frame(p).data(), page_size);
   stats_.twins++;

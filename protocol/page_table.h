@@ -1,12 +1,15 @@
 // PageTable: per-page state of a Node, made on first use and kept for the
 // Node's life. Entries are made in blocks of kBlock, in the order pages are
 // first used, and never move; a page's entry is found through a chunk of
-// kChunk slots (pointers) for its neighbourhood, and a lookup in the chunk of
-// the last one is two array reads. So a page costs no heap allocation of its
-// own (a hash map of one allocation per page was the Node's hottest symbol in
-// fft's transposes), and pages touched far apart cost a chunk of pointers
-// each, not a chunk of entries. Not thread-safe, lookups included: the
-// Node's calls are serialised.
+// kChunk slots (pointers) for its neighbourhood, itself found through a
+// leaf of kLeaf chunk pointers for its 128 MiB (4 KiB pages) of address
+// space; a lookup in the chunk of the last one is two array reads. So a
+// page costs no heap allocation of its own (a hash map of one allocation per
+// page was the Node's hottest symbol in fft's transposes), chunks are made
+// kChunkBlock at a time, and pages touched far apart cost a leaf and a chunk
+// each, not a block of entries. A first touch of 4,000 pages in a row makes
+// 10 allocations (was 155, a hash node and a chunk every 64 pages). Not
+// thread-safe, lookups included: the Node's calls are serialised.
 #pragma once
 
 #include <array>
@@ -27,7 +30,10 @@ class PageTable {
  public:
   static constexpr size_t kChunkBits = 6;  // 64 pages (a 512-byte chunk of slots)
   static constexpr size_t kChunk = size_t(1) << kChunkBits;
-  static constexpr size_t kBlock = 256;  // entries made per allocation
+  static constexpr size_t kLeafBits = 9;  // 512 chunks: 32,768 pages
+  static constexpr size_t kLeaf = size_t(1) << kLeafBits;
+  static constexpr size_t kChunkBlock = 64;  // chunks made per allocation
+  static constexpr size_t kBlock = 512;      // entries made per allocation
 
   PageTable() = default;
   PageTable(const PageTable&) = delete;
@@ -35,7 +41,7 @@ class PageTable {
 
   // p's entry, or nullptr if none was made.
   T* Find(PageId p) const {
-    const Chunk* c = ChunkOf(p);
+    const Chunk* c = FindChunk(p);
     return c == nullptr ? nullptr : c->slots[p & (kChunk - 1)];
   }
 
@@ -49,14 +55,7 @@ class PageTable {
   // p's entry; made from args when there is none.
   template <typename... Args>
   T& Get(PageId p, Args&&... args) {
-    Chunk* c = ChunkOf(p);
-    if (c == nullptr) {
-      auto made = std::make_unique<Chunk>();
-      c = made.get();
-      chunks_.emplace(p >> kChunkBits, std::move(made));
-      last_ = {p >> kChunkBits, c};
-    }
-    T*& slot = c->slots[p & (kChunk - 1)];
+    T*& slot = GetChunk(p)->slots[p & (kChunk - 1)];
     if (slot == nullptr) slot = Make(std::forward<Args>(args)...);
     return *slot;
   }
@@ -68,17 +67,46 @@ class PageTable {
   struct Chunk {
     std::array<T*, kChunk> slots{};
   };
+  struct Leaf {
+    std::array<Chunk*, kLeaf> chunks{};
+  };
   struct Block {
     std::array<std::optional<T>, kBlock> entries;
   };
 
-  Chunk* ChunkOf(PageId p) const {
+  // p's chunk, or nullptr.
+  Chunk* FindChunk(PageId p) const {
     const PageId key = p >> kChunkBits;
     if (last_.chunk != nullptr && last_.key == key) return last_.chunk;
-    auto it = chunks_.find(key);
-    if (it == chunks_.end()) return nullptr;
-    last_ = {key, it->second.get()};
-    return last_.chunk;
+    Leaf* leaf = FindLeaf(key >> kLeafBits);
+    Chunk* chunk = leaf == nullptr ? nullptr : leaf->chunks[key & (kLeaf - 1)];
+    if (chunk != nullptr) last_ = {key, chunk};
+    return chunk;
+  }
+
+  Leaf* FindLeaf(PageId leaf_key) const {
+    if (last_leaf_.leaf != nullptr && last_leaf_.key == leaf_key) return last_leaf_.leaf;
+    auto it = leaves_.find(leaf_key);
+    if (it == leaves_.end()) return nullptr;
+    last_leaf_ = {leaf_key, it->second.get()};
+    return last_leaf_.leaf;
+  }
+
+  // p's chunk, made if there is none.
+  Chunk* GetChunk(PageId p) {
+    if (Chunk* c = FindChunk(p)) return c;
+    const PageId key = p >> kChunkBits, leaf_key = key >> kLeafBits;
+    Leaf* leaf = FindLeaf(leaf_key);
+    if (leaf == nullptr) {
+      leaf = leaves_.emplace(leaf_key, std::make_unique<Leaf>()).first->second.get();
+      last_leaf_ = {leaf_key, leaf};
+    }
+    if (chunk_blocks_.empty() || chunks_made_ % kChunkBlock == 0)
+      chunk_blocks_.push_back(std::make_unique<Chunk[]>(kChunkBlock));
+    Chunk* chunk = &chunk_blocks_.back()[chunks_made_++ % kChunkBlock];
+    leaf->chunks[key & (kLeaf - 1)] = chunk;
+    last_ = {key, chunk};
+    return chunk;
   }
 
   template <typename... Args>
@@ -90,13 +118,21 @@ class PageTable {
     return &*e;
   }
 
-  std::unordered_map<PageId, std::unique_ptr<Chunk>> chunks_;
+  std::unordered_map<PageId, std::unique_ptr<Leaf>> leaves_;
+  std::vector<std::unique_ptr<Chunk[]>> chunk_blocks_;
+  size_t chunks_made_ = 0;
   std::vector<std::unique_ptr<Block>> blocks_;
   struct LastChunk {
     PageId key = 0;
     Chunk* chunk = nullptr;
   };
-  mutable LastChunk last_;  // the chunk of the last lookup (sweeps stay in one)
+  struct LastLeaf {
+    PageId key = 0;
+    Leaf* leaf = nullptr;
+  };
+  // The chunk and leaf of the last lookup (sweeps stay in one).
+  mutable LastChunk last_;
+  mutable LastLeaf last_leaf_;
   size_t size_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace svm {
 namespace {
@@ -36,6 +37,34 @@ TEST(PageTable, EntriesStayWhereTheyWereMade) {
   EXPECT_EQ(t.Find(2), nullptr);
   EXPECT_EQ(t.Find(far - 1), nullptr);
   EXPECT_EQ(t.Find(far + PageTable<std::string>::kChunk), nullptr);
+}
+
+// Chunks are made kChunkBlock at a time and found through leaves of kLeaf
+// chunks: pages on both sides of leaf and chunk-block edges, and in leaves
+// visited out of order, keep their own entries.
+TEST(PageTable, PagesAcrossLeavesAndChunkBlocks) {
+  using Table = PageTable<PageId>;
+  constexpr PageId kLeafPages = PageId(Table::kLeaf) * Table::kChunk;
+  constexpr PageId kBlockPages = PageId(Table::kChunkBlock) * Table::kChunk;
+  Table t;
+  std::vector<PageId> pages;
+  for (PageId leaf : {PageId(3), PageId(0), PageId(1), PageId(7)}) {
+    for (PageId off : {PageId(0), PageId(1), kBlockPages - 1, kBlockPages, kLeafPages - 1}) pages.push_back(leaf * kLeafPages + off);
+  }
+  for (PageId p : pages) t.Get(p, p * 3);
+  for (PageId p = 2 * kLeafPages - 2 * kBlockPages; p < 2 * kLeafPages + 2 * kBlockPages; p += 17) {
+    pages.push_back(p);
+    t.Get(p, p * 3);
+  }
+  EXPECT_EQ(t.size(), pages.size());
+  for (PageId p : pages) {
+    ASSERT_NE(t.Find(p), nullptr) << p;
+    EXPECT_EQ(t.At(p), p * 3) << p;
+  }
+  EXPECT_EQ(t.Find(2), nullptr);
+  EXPECT_EQ(t.Find(kLeafPages - 2), nullptr);
+  EXPECT_EQ(t.Find(5 * kLeafPages), nullptr);
+  EXPECT_EQ(t.Find(7 * kLeafPages + 2), nullptr);
 }
 
 }  // namespace
