@@ -70,10 +70,9 @@ class StateWord {
 // Objects' layouts over glibc's types (all large enough).
 constexpr uint64_t kMagic = 0x53564d0000000000ull;  // "SVM" in the top bytes
 // Waiters: the nodes (Runtime::NodeBit) with a thread waiting for the object
-// to change. A signal or post takes one node's bit and wakes that node, a
-// broadcast takes them all. kSemPosts counts posts, kCondSeq signals: each
-// starts the search for a node to wake one further round the mask, so that
-// no waiting node is passed over for ever.
+// to change (Join, TakeWaiters below). kSemPosts counts posts, kCondSeq
+// signals: each starts the search for a node to wake one further round the
+// mask, so that no waiting node is passed over for ever.
 constexpr size_t kSemValue = 0, kSemMagic = 8, kSemWaiters = 16, kSemPosts = 24;
 constexpr size_t kBarrierCount = 0, kBarrierMagic = 8;
 // kCondClock: the clock of pthread_timedwait (pthread_condattr_setclock);
