@@ -452,7 +452,7 @@ void Runtime::SleepSync(SyncWaiter* w, int64_t timeout_ns) {
 }
 
 void Runtime::WakeSyncNodes(uint64_t node_mask, const void* object) {
-  if (opts_.nodes <= 64) node_mask &= ~NodeBit(self());
+  if (!NodeBitsShared()) node_mask &= ~NodeBit(self());
   if (node_mask == 0) return;
   std::lock_guard<std::mutex> l(mu_);
   for (NodeId n = 0; n < opts_.nodes; ++n)

@@ -163,6 +163,8 @@ class Runtime final : public Host {
   // A node's bit in a mask of nodes; nodes 64 apart share one (a spurious
   // wake-up for the other, which pollers tolerate).
   static uint64_t NodeBit(NodeId n) { return 1ull << (n % 64); }
+  // Whether some nodes of this job share a NodeBit (more than 64 nodes).
+  bool NodeBitsShared() const { return opts_.nodes > 64; }
 
   // Frees a block of another node's heap (Heap's remote_free hook).
   void RemoteFree(uint32_t owner, void* p);

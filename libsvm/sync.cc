@@ -88,10 +88,11 @@ static_assert(sizeof(sem_t) >= 32 && sizeof(pthread_barrier_t) >= 16 && sizeof(p
 // waiter. REQUIRES (all three): the object's state lock is held.
 using Waiter = Runtime::SyncWaiter;
 
-void Mark(void* object, size_t offset) {
+// Sets (or clears) this node's bit.
+void Mark(void* object, size_t offset, bool on = true) {
   StateWord w(object, offset);
-  const uint64_t bit = Runtime::NodeBit(Rt().self());
-  if (!(w.Get() & bit)) w.Set(w.Get() | bit);
+  const uint64_t bit = Runtime::NodeBit(Rt().self()), mask = w.Get();
+  if (bool(mask & bit) != on) w.Set(mask ^ bit);
 }
 
 void Join(Waiter* waiter, void* object, size_t offset) {
@@ -101,10 +102,7 @@ void Join(Waiter* waiter, void* object, size_t offset) {
 }
 
 void Leave(Waiter* waiter, void* object, size_t offset) {
-  if (Rt().LeaveSync(waiter) || Rt().options().nodes > 64) return;
-  StateWord w(object, offset);
-  const uint64_t bit = Runtime::NodeBit(Rt().self());
-  if (w.Get() & bit) w.Set(w.Get() & ~bit);
+  if (!Rt().LeaveSync(waiter) && !Rt().NodeBitsShared()) Mark(object, offset, false);
 }
 
 // The lowest set bit of `mask` at or after bit `cursor % 64`, going round.
@@ -122,7 +120,7 @@ uint64_t PickOne(uint64_t mask, uint64_t cursor) {
 uint64_t TakeWaiters(void* object, size_t offset, bool all, uint64_t cursor) {
   StateWord w(object, offset);
   const uint64_t mask = w.Get(), self = Runtime::NodeBit(Rt().self());
-  all = all || Rt().options().nodes > 64;
+  all = all || Rt().NodeBitsShared();
   const uint64_t taken = all ? mask : PickOne(mask, cursor);
   uint64_t left = mask & ~taken;
   if ((taken & self) && Rt().WakeSyncHere(object, all)) left |= self;
@@ -342,14 +340,16 @@ static int CondWaitUntil(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clock,
     Signalled(c, seq, &waiter, true);
     return err;
   }
+  // No look before the first sleep: a signal since the join that picked
+  // this node has woken this waiter already (SleepSync returns at once).
   int result = 0;
-  while (!Signalled(c, seq, &waiter, false)) {
+  do {
     if (!WaitForWake(&waiter, clock, abstime)) {
       // A signal that came with the deadline is taken, not lost.
       if (!Signalled(c, seq, &waiter, true)) result = ETIMEDOUT;
       break;
     }
-  }
+  } while (!Signalled(c, seq, &waiter, false));
   MutexLock(m);
   return result;
 }
