@@ -186,8 +186,11 @@ class Nic {
   NodeId self_;
   uint32_t num_nodes_;
   RecvQueue recv_queue_;
-  // Received messages' storage: 64 buffers of at most 256 KiB.
-  BufferPool pool_{64, 256 << 10};
+  // Received messages' storage: 64 buffers of at most 512 KiB. A page run's
+  // reply (64 pages and their versions) is just over 256 KiB: with that
+  // bound every one was dropped and the next allocated again (0.3 an
+  // allocation a fault in base).
+  BufferPool pool_{64, kMaxMessage / 2};
 };
 
 }  // namespace svm::nic

@@ -65,10 +65,12 @@ void Node::SendEncoded(NodeId to, MessageType type, std::vector<uint8_t> bytes) 
 Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
   if (from >= nodes() || from == config_.self)
     return Status::InvalidArgument("message from an impossible sender");
-  // Into rx_, whose vectors keep their storage from one message to the next
-  // (no allocation per page reply), unless a handler is receiving already.
+  // Into rx_ (no allocation per page reply), unless a handler is receiving
+  // already.
   Message nested;
-  Message& msg = receiving_ ? nested : rx_;
+  wire::Header h;
+  const bool slot = !receiving_ && wire::DecodeHeader(bytes, &h).ok();
+  Message& msg = slot ? rx_[size_t(h.type) - 1] : nested;
   const bool outer = !receiving_;
   receiving_ = true;
   struct Done {

@@ -77,6 +77,7 @@
 //    (thread birth and death) too. doc/locks.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -449,7 +450,10 @@ class Node {
 
   Message tx_;             // see Outgoing
   std::vector<VectorTime> served_;  // ServeFetches' versions, storage kept
-  Message rx_;             // Receive decodes into it, reusing its storage
+  // Receive decodes a message into the slot of its type, whose vectors keep
+  // their storage to the next message of that type (one slot for all had a
+  // page reply's vectors freed by every home reply between two of them).
+  std::array<Message, kMessageTypeCount> rx_;
   bool receiving_ = false; // a Receive is under way (rx_ is taken)
   NodeStats stats_;
 };

@@ -1,17 +1,19 @@
 // PageTable: per-page state of a Node, made on first use and kept for the
-// Node's life. Entries are made in blocks of kBlock, in the order pages are
-// first used, and never move; a page's entry is found through a chunk of
+// Node's life. Entries are made in blocks, in the order pages are first
+// used, and never move; a page's entry is found through a chunk of
 // kChunk slots (pointers) for its neighbourhood, itself found through a
 // leaf of kLeaf chunk pointers for its 128 MiB (4 KiB pages) of address
 // space; a lookup in the chunk of the last one is two array reads. So a
 // page costs no heap allocation of its own (a hash map of one allocation per
-// page was the Node's hottest symbol in fft's transposes), chunks are made
-// kChunkBlock at a time, and pages touched far apart cost a leaf and a chunk
-// each, not a block of entries. A first touch of 4,000 pages in a row makes
-// 10 allocations (was 155, a hash node and a chunk every 64 pages). Not
-// thread-safe, lookups included: the Node's calls are serialised.
+// page was the Node's hottest symbol in fft's transposes), and pages touched
+// far apart cost a leaf and a chunk each, not a block of entries. Blocks of
+// entries and of chunks double in size up to kMaxDoublings, so a sweep over
+// N pages makes O(log N) allocations until the blocks are 32,768 entries
+// (a first touch of 16,000 pages in a row: 8, was 33). Not thread-safe,
+// lookups included: the Node's calls are serialised.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cstddef>
@@ -32,8 +34,9 @@ class PageTable {
   static constexpr size_t kChunk = size_t(1) << kChunkBits;
   static constexpr size_t kLeafBits = 9;  // 512 chunks: 32,768 pages
   static constexpr size_t kLeaf = size_t(1) << kLeafBits;
-  static constexpr size_t kChunkBlock = 64;  // chunks made per allocation
-  static constexpr size_t kBlock = 512;      // entries made per allocation
+  static constexpr size_t kChunkBlock = 64;  // chunks made by the first allocation
+  static constexpr size_t kBlock = 512;      // entries made by the first allocation
+  static constexpr size_t kMaxDoublings = 6;  // the largest block: 64x the first
 
   PageTable() = default;
   PageTable(const PageTable&) = delete;
@@ -70,9 +73,6 @@ class PageTable {
   struct Leaf {
     std::array<Chunk*, kLeaf> chunks{};
   };
-  struct Block {
-    std::array<std::optional<T>, kBlock> entries;
-  };
 
   // p's chunk, or nullptr.
   Chunk* FindChunk(PageId p) const {
@@ -101,9 +101,7 @@ class PageTable {
       leaf = leaves_.emplace(leaf_key, std::make_unique<Leaf>()).first->second.get();
       last_leaf_ = {leaf_key, leaf};
     }
-    if (chunk_blocks_.empty() || chunks_made_ % kChunkBlock == 0)
-      chunk_blocks_.push_back(std::make_unique<Chunk[]>(kChunkBlock));
-    Chunk* chunk = &chunk_blocks_.back()[chunks_made_++ % kChunkBlock];
+    Chunk* chunk = chunks_.Next();
     leaf->chunks[key & (kLeaf - 1)] = chunk;
     last_ = {key, chunk};
     return chunk;
@@ -111,17 +109,37 @@ class PageTable {
 
   template <typename... Args>
   T* Make(Args&&... args) {
-    if (blocks_.empty() || size_ % kBlock == 0) blocks_.push_back(std::make_unique<Block>());
-    std::optional<T>& e = blocks_.back()->entries[size_ % kBlock];
+    std::optional<T>& e = *entries_.Next();
     e.emplace(std::forward<Args>(args)...);
     ++size_;
     return &*e;
   }
 
+  // Hands out default-made U's that never move, from blocks of `first`,
+  // then twice as many each time up to first << kMaxDoublings.
+  template <typename U, size_t first>
+  class Blocks {
+   public:
+    U* Next() {
+      if (left_ == 0) {
+        const size_t n = first << std::min(blocks_.size(), kMaxDoublings);
+        blocks_.push_back(std::make_unique<U[]>(n));
+        next_ = blocks_.back().get();
+        left_ = n;
+      }
+      --left_;
+      return next_++;
+    }
+
+   private:
+    std::vector<std::unique_ptr<U[]>> blocks_;
+    U* next_ = nullptr;
+    size_t left_ = 0;
+  };
+
   std::unordered_map<PageId, std::unique_ptr<Leaf>> leaves_;
-  std::vector<std::unique_ptr<Chunk[]>> chunk_blocks_;
-  size_t chunks_made_ = 0;
-  std::vector<std::unique_ptr<Block>> blocks_;
+  Blocks<Chunk, kChunkBlock> chunks_;
+  Blocks<std::optional<T>, kBlock> entries_;
   struct LastChunk {
     PageId key = 0;
     Chunk* chunk = nullptr;

@@ -27,7 +27,7 @@ TEST(PageTable, EntriesStayWhereTheyWereMade) {
   const PageId far = (PageId(1) << 40) + 5;
   std::string& first = t.Get(0, "first");
   std::string& last = t.Get(far, "far");
-  constexpr size_t kMany = 3 * PageTable<std::string>::kBlock;  // several blocks
+  constexpr size_t kMany = 20 * PageTable<std::string>::kBlock;  // blocks of 1, 2, 4, 8 and 16 kBlock
   for (PageId p = 1; p < 3 * kMany; p += 3) t.Get(p, std::to_string(p));
   EXPECT_EQ(t.size(), 2 + kMany);
   EXPECT_EQ(&t.At(0), &first);
@@ -39,9 +39,10 @@ TEST(PageTable, EntriesStayWhereTheyWereMade) {
   EXPECT_EQ(t.Find(far + PageTable<std::string>::kChunk), nullptr);
 }
 
-// Chunks are made kChunkBlock at a time and found through leaves of kLeaf
-// chunks: pages on both sides of leaf and chunk-block edges, and in leaves
-// visited out of order, keep their own entries.
+// Chunks are made in blocks (kChunkBlock, then twice as many each time)
+// and found through leaves of kLeaf chunks: pages on both sides of leaf and
+// chunk-block edges, and in leaves visited out of order, keep their own
+// entries.
 TEST(PageTable, PagesAcrossLeavesAndChunkBlocks) {
   using Table = PageTable<PageId>;
   constexpr PageId kLeafPages = PageId(Table::kLeaf) * Table::kChunk;
@@ -49,7 +50,9 @@ TEST(PageTable, PagesAcrossLeavesAndChunkBlocks) {
   Table t;
   std::vector<PageId> pages;
   for (PageId leaf : {PageId(3), PageId(0), PageId(1), PageId(7)}) {
-    for (PageId off : {PageId(0), PageId(1), kBlockPages - 1, kBlockPages, kLeafPages - 1}) pages.push_back(leaf * kLeafPages + off);
+    for (PageId off : {PageId(0), PageId(1), kBlockPages - 1, kBlockPages, 3 * kBlockPages - 1, 3 * kBlockPages,
+                       kLeafPages - 1})
+      pages.push_back(leaf * kLeafPages + off);
   }
   for (PageId p : pages) t.Get(p, p * 3);
   for (PageId p = 2 * kLeafPages - 2 * kBlockPages; p < 2 * kLeafPages + 2 * kBlockPages; p += 17) {
