@@ -96,7 +96,8 @@ class PageTable {
   Chunk* GetChunk(PageId p) {
     if (Chunk* c = FindChunk(p)) return c;
     const PageId key = p >> kChunkBits, leaf_key = key >> kLeafBits;
-    Leaf* leaf = FindLeaf(leaf_key);
+    // FindChunk looked for the leaf, and kept it in last_leaf_ if it exists.
+    Leaf* leaf = last_leaf_.key == leaf_key ? last_leaf_.leaf : nullptr;
     if (leaf == nullptr) {
       leaf = leaves_.emplace(leaf_key, std::make_unique<Leaf>()).first->second.get();
       last_leaf_ = {leaf_key, leaf};
