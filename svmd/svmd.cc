@@ -292,6 +292,8 @@ void Session::OnConn() {
       break;
     }
     if (f.type == MsgType::kPing) {
+      if (!pinged_)
+        spdlog::info("session {}: first ping from svmrun (every host started; its silence is now timed)", id_);
       pinged_ = true;
       Send(MsgType::kPong, "");
     } else if (f.type == MsgType::kStdin) {

@@ -69,6 +69,7 @@ class Child {
     if (err_ >= 0) close(err_);
   }
   pid_t pid() const { return pid_; }
+  bool reaped() const { return reaped_; }  // its pid may name another process now
   void WriteStdin(const std::string& s) {
     if (in_ >= 0 && write(in_, s.data(), s.size()) < 0) {
     }

@@ -22,81 +22,45 @@
 
 #include "tests/common/bit_flip_proxy.h"
 #include "tests/launch/launch_util.h"
+#include "tests/launch/virtual_cluster.h"
 
 namespace svm::launch_test {
 namespace {
 
-int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
-
 class VirtualCluster {
  public:
-  explicit VirtualCluster(int hosts) {
-    // Unique per cluster, not only per process: a namespace's links go away
-    // asynchronously, so the next test's cluster must not reuse their names.
-    static int clusters = 0;
-    int id = int(getpid() % 100000), n = clusters++;
-    std::string tag = std::to_string(id) + "x" + std::to_string(n % 10);
-    subnet_ = "10.213." + std::to_string((id + n) % 250) + ".";
-    bridge_ = "svb" + tag;
-    if (Sh("ip netns add svmt" + tag + "probe") != 0) {
-      skip_ = "cannot create network namespaces here (ip netns add failed; needs root and iproute2)";
-      return;
-    }
-    Sh("ip netns del svmt" + tag + "probe");
-    ok_ = Sh("ip link add " + bridge_ + " type bridge") == 0 &&
-          Sh("ip addr add " + subnet_ + "1/24 dev " + bridge_) == 0 && Sh("ip link set " + bridge_ + " up") == 0;
-    for (int h = 0; ok_ && h < hosts; ++h) {
-      std::string ns = "svmt" + tag + "h" + std::to_string(h), veth = "svv" + tag + "h" + std::to_string(h);
-      std::string ip = subnet_ + std::to_string(10 + h);
-      namespaces_.push_back(ns);
-      veths_.push_back(veth);
-      ok_ = Sh("ip netns add " + ns) == 0 &&
-            Sh("ip link add " + veth + " type veth peer name eth0 netns " + ns) == 0 &&
-            Sh("ip link set " + veth + " master " + bridge_) == 0 && Sh("ip link set " + veth + " up") == 0 &&
-            Sh("ip netns exec " + ns + " ip addr add " + ip + "/24 dev eth0") == 0 &&
-            Sh("ip netns exec " + ns + " ip link set eth0 up") == 0 &&
-            Sh("ip netns exec " + ns + " ip link set lo up") == 0;
-      ips_.push_back(ip);
-    }
-    if (!ok_) skip_ = "could not set up veth/bridge links between namespaces";
-  }
+  explicit VirtualCluster(int hosts) : vh_(hosts, "mh") {}
+  // The daemons stop as an administrator would stop them (SIGTERM, then
+  // waited for) before the hosts go.
   ~VirtualCluster() {
-    for (auto& d : daemons_) {
+    for (Child* d : daemons_) {
       kill(d->pid(), SIGTERM);
       d->Wait(30);
     }
-    daemons_.clear();
-    for (auto& ns : namespaces_) Sh("ip netns del " + ns);
-    Sh("ip link del " + bridge_);
   }
-  const std::string& skip() const { return skip_; }
-  bool ok() const { return ok_ && skip_.empty(); }
+  const std::string& skip() const { return vh_.skip(); }
+  bool ok() const { return vh_.ok(); }
 
-  // Starts svmd in every namespace; returns "ip:port,..." for --hosts.
+  // Starts svmd on every host; returns "ip:port,..." for --hosts.
   std::string StartDaemons(const std::string& key) {
     std::string hosts;
-    for (size_t h = 0; h < namespaces_.size(); ++h) {
-      std::string listen = ips_[h] + ":7117";
-      daemons_.push_back(std::make_unique<Child>(
-          std::vector<std::string>{"ip", "netns", "exec", namespaces_[h], Svmd(), "--listen", listen, "--key-file", key}));
+    for (size_t h = 0; h < vh_.size(); ++h) {
+      const std::string listen = vh_.ip(h) + ":7117";
+      daemons_.push_back(&vh_.Start(int(h), {Svmd(), "--listen", listen, "--key-file", key}));
       if (!daemons_.back()->WaitFor("listening on " + listen)) return "";
       hosts += (hosts.empty() ? "" : ",") + listen;
     }
     return hosts;
   }
   Child& daemon(size_t h) { return *daemons_[h]; }
-  // Cuts (or restores) host h's link to the bridge, as a pulled cable would.
-  bool SetLink(size_t h, bool up) { return Sh("ip link set " + veths_[h] + (up ? " up" : " down")) == 0; }
-  const std::string& ip(size_t h) const { return ips_[h]; }
-  // The root namespace's end of host h's link, and the bridge's address.
-  const std::string& veth(size_t h) const { return veths_[h]; }
-  std::string bridge_ip() const { return subnet_ + "1"; }
+  bool SetLink(size_t h, bool up) { return vh_.SetLink(h, up); }
+  const std::string& ip(size_t h) const { return vh_.ip(h); }
+  const std::string& veth(size_t h) const { return vh_.veth(h); }
+  std::string bridge_ip() const { return vh_.bridge_ip(); }
 
  private:
-  bool ok_ = false;
-  std::string skip_, subnet_, bridge_;
-  std::vector<std::string> namespaces_, ips_, veths_;
-  std::vector<std::unique_ptr<Child>> daemons_;
+  VirtualHosts vh_;
+  std::vector<Child*> daemons_;  // vh_'s
 };
 
 void RunAcrossHosts(int hosts, int nodes) {
@@ -181,6 +145,9 @@ void CutLinkOfHostOne(bool joined) {
     pids.push_back(joined ? NodePid(c.out, k) : LoggedNodePid(vc.daemon(size_t(k)), k));
     ASSERT_GT(pids.back(), 0) << "node " << k << ": " << c.out << vc.daemon(size_t(k)).err;
   }
+  // Until its first ping an svmd allows svmrun kFirstPingGraceMs of silence
+  // (svmrun pings once every host started): cut after it.
+  ASSERT_TRUE(vc.daemon(1).WaitFor("first ping from svmrun", 10)) << vc.daemon(1).err;
   ASSERT_TRUE(vc.SetLink(1, false));
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(c.ExitCode(), 255) << c.err;

@@ -38,11 +38,15 @@ inline void WriteFile(const std::string& path, const std::string& text) { std::o
 
 class VirtualHosts {
  public:
-  // tag: a few letters that keep this test's links apart from others'.
+  // tag: two letters that keep this test's links apart from others'.
   VirtualHosts(int hosts, const std::string& tag) {
-    const int id = int(getpid() % 100000);
-    const std::string t = tag + std::to_string(id);
-    subnet_ = "10." + std::to_string(216 + (id / 250) % 30) + "." + std::to_string(id % 250) + ".";
+    // Names and subnet unique per cluster, not only per process: a
+    // namespace's links go away asynchronously, so a second cluster in one
+    // process must not reuse the first one's.
+    static int made = 0;
+    const int id = int(getpid() % 100000), n = made++;
+    const std::string t = tag + std::to_string(id) + (n == 0 ? "" : "x" + std::to_string(n % 10));
+    subnet_ = "10." + std::to_string(216 + (id / 250) % 30) + "." + std::to_string((id + n) % 250) + ".";
     bridge_ = "b" + t;
     if (Sh("ip netns add " + t + "probe") != 0) {
       skip_ = "cannot create network namespaces here (ip netns add failed; needs root and iproute2)";
@@ -67,7 +71,8 @@ class VirtualHosts {
   ~VirtualHosts() {
     // Throw-away servers: no orderly shutdown (slurmctld's takes seconds),
     // and nothing the test started on a host outlives it.
-    for (auto& d : daemons_) kill(d->pid(), SIGKILL);
+    for (auto& d : daemons_)
+      if (!d->reaped()) kill(d->pid(), SIGKILL);
     for (auto& ns : namespaces_) Sh("ip netns pids " + ns + " | xargs -r kill -9");
     daemons_.clear();
     for (auto& ns : namespaces_) Sh("ip netns del " + ns);
@@ -95,6 +100,8 @@ class VirtualHosts {
   std::string bridge_ip() const { return subnet_ + "1"; }
   // Cuts (or restores) host h's link to the bridge, as a pulled cable would.
   bool SetLink(size_t h, bool up) { return Sh("ip link set " + veths_[h] + (up ? " up" : " down")) == 0; }
+  // The root namespace's end of host h's link.
+  const std::string& veth(size_t h) const { return veths_[h]; }
   // The processes on host h running `program` (the namespaces share one pid space).
   std::vector<pid_t> Pids(size_t h, const std::string& program) const {
     std::vector<pid_t> pids;
