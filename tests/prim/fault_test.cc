@@ -176,6 +176,28 @@ void NeverWrittenPageIsZero(Env& e) {
   EXPECT_EQ(e.proto(9)[123], 4);
 }
 
+void FirstTouchesInARowStayInTheRegion(Env& e) {
+  // One never-written page makes one frame; a sweep from it to the
+  // region's end (uffd: each zero-fill goes further ahead, up to 64 pages)
+  // makes a frame per page swept and none past the end.
+  e.handler.fill = false;
+  const size_t page = e.region->page_size();
+  const PageId first = kPages - 44;
+  Write(e.app(first), 1);
+  struct stat st;
+  ASSERT_EQ(fstat(e.region->fd(), &st), 0);
+  EXPECT_EQ(size_t(st.st_blocks) * 512, page);
+  for (PageId p = first + 1; p < kPages; ++p) {
+    ASSERT_EQ(Read(e.app(p) + 7), 0) << p;
+    Write(e.app(p) + 7, uint8_t(p));
+  }
+  ASSERT_EQ(fstat(e.region->fd(), &st), 0);
+  EXPECT_EQ(size_t(st.st_size), kPages * page);
+  EXPECT_EQ(size_t(st.st_blocks) * 512, (kPages - first) * page);
+  for (PageId p = first + 1; p < kPages; ++p) EXPECT_EQ(e.proto(p)[7], uint8_t(p)) << p;
+  EXPECT_EQ(Read(e.app(3)), 0);
+}
+
 void DroppedPageRefaults(Env& e) {
   // The frame exists (written through the protocol view): a MINOR fault.
   std::memset(e.proto(4), 3, e.region->page_size());
@@ -535,6 +557,7 @@ const Case kCases[] = {
     {"WriteFaultOnNone", kAny, kExactAccess, WriteFaultOnNone},
     {"DowngradeToNone", kAny, kExactAccess, DowngradeToNone},
     {"NeverWrittenPageIsZero", kAny, 0, NeverWrittenPageIsZero},
+    {"FirstTouchesInARowStayInTheRegion", kAny, 0, FirstTouchesInARowStayInTheRegion},
     {"DroppedPageRefaults", kAny, 0, DroppedPageRefaults},
     {"ProtectRanges", kAny, kExactAccess, ProtectRanges},
     {"ProtectWithStaleHints", kAny, kExactAccess, ProtectWithStaleHints},
