@@ -289,16 +289,15 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
 bool Runtime::LocalAtomicsMatchNic() const { return opts_.transport == "shm" || opts_.transport == "tcp"; }
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
-  auto op = std::make_unique<OneSided>();
-  op->kind = OneSided::Kind::kWriteDiff;
+  std::unique_ptr<OneSided> op = NewOp(uint8_t(OneSided::Kind::kWriteDiff));
   op->home = home;
   op->page = p;
   op->interval = interval;
   op->buf.assign(runs.begin(), runs.end());
   const auto [region, offset] = FrameAt(p);
   const uint64_t page = Frame(p).size();
-  std::vector<nic::WorkRequest> wrs;
-  std::vector<nic::Sge> sges;  // one per run, then the interval
+  std::vector<nic::WorkRequest>& wrs = diff_wrs_;
+  wrs.clear();
   for (size_t at = 0; at < op->buf.size();) {
     if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
     const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
@@ -306,19 +305,14 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
     at += diff::kRunHeaderBytes;
     if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
       Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
-    sges.push_back({op->buf.data() + at, len});
+    const nic::Sge run{op->buf.data() + at, len};  // the WR keeps a copy of the entry
+    wrs.push_back(nic::WorkRequest::Write(home, region, offset + off, {&run, 1}));
     at += len;
   }
-  sges.push_back({&op->interval, sizeof(IntervalId)});
-  size_t i = 0;
-  for (size_t at = 0; at < op->buf.size(); ++i) {
-    const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
-    wrs.push_back(nic::WorkRequest::Write(home, region, offset + off, {&sges[i], 1}));
-    at += diff::kRunHeaderBytes + sges[i].length;
-  }
   // Then the version: whoever reads it after the page sees these runs.
+  const nic::Sge version{&op->interval, sizeof(IntervalId)};
   const uint64_t vat = (p * opts_.nodes + opts_.node) * sizeof(IntervalId);
-  wrs.push_back(nic::WorkRequest::Write(home, kVersions, vat, {&sges[i], 1}));
+  wrs.push_back(nic::WorkRequest::Write(home, kVersions, vat, {&version, 1}));
   PostOneSided(std::move(op), wrs);
 }
 
