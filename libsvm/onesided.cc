@@ -298,6 +298,9 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
   const uint64_t page = Frame(p).size();
   std::vector<nic::WorkRequest>& wrs = diff_wrs_;
   wrs.clear();
+  // One request made, then copied with each run's place and bytes.
+  nic::Sge run{};
+  nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run, 1});
   for (size_t at = 0; at < op->buf.size();) {
     if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
     const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
@@ -305,8 +308,9 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
     at += diff::kRunHeaderBytes;
     if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
       Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
-    const nic::Sge run{op->buf.data() + at, len};  // the WR keeps a copy of the entry
-    wrs.push_back(nic::WorkRequest::Write(home, region, offset + off, {&run, 1}));
+    write.offset = offset + off;
+    write.sge[0] = {op->buf.data() + at, len};
+    wrs.push_back(write);
     at += len;
   }
   // Then the version: whoever reads it after the page sees these runs.
