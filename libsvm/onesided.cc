@@ -138,8 +138,8 @@ void Runtime::PostOneSided(std::unique_ptr<OneSided> op, std::span<nic::WorkRequ
     wr.signaled = false;
   }
   wrs.back().signaled = true;
-  // Only reads of pages wait: their gather lists live in the op (others'
-  // are on their callers' stacks).
+  // Only reads of pages wait: the buffers they name live in the op or are
+  // frames (others' are on their callers' stacks).
   if (batching_posts_ > 0 && op->kind == OneSided::Kind::kReadPage) {
     batched_posts_.insert(batched_posts_.end(), wrs.begin(), wrs.end());
   } else {
@@ -210,15 +210,17 @@ void Runtime::RecycleOp(std::unique_ptr<OneSided> op) {
 // How long a re-read waits: about a handler's turn at the home.
 constexpr int64_t kReadRetryNs = 50'000;
 
-void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) {
+void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
+                        bool into_frames) {
   if (completing_read_ && !DiffsDirectly(opts_.mode)) {
-    deferred_reads_.push_back({MonotonicNs() + kReadRetryNs, home, first, count, mark, into_frames});
+    deferred_reads_.push_back({MonotonicNs() + kReadRetryNs, home, first, count, stride, mark, into_frames});
     return;
   }
   auto op = NewOp(uint8_t(OneSided::Kind::kReadPage));
   op->home = home;
   op->page = first;
   op->count = count;
+  op->stride = stride;
   op->into_frames = into_frames;
   const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
   const uint32_t page = uint32_t(Frame(first).size());
@@ -228,21 +230,33 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark
   uint8_t* data = into_frames ? Frame(first).data() : op->buf.data() + count * vbytes;
   // A run's frames made in one step, not by a page fault each as the copy
   // reaches them (frames fetched before are there: nothing to do).
-  if (into_frames && count > 1) Populate({data, size_t(count) * page});
-  const auto [region, offset] = FrameAt(first);
-  nic::Sge& v = op->sges[0];
-  nic::Sge& d = op->sges[1];
-  v = {op->buf.data(), count * vbytes};
-  d = {data, count * page};
+  if (into_frames && count > 1 && stride == 1) Populate({data, size_t(count) * page});
   // The marks before the reads (a peer executes one pair's requests in
   // order): a home write a copy misses is in a notice.
   std::vector<nic::WorkRequest>& wrs = read_wrs_;
   wrs.clear();
   for (uint32_t i = 0; i < count; ++i)
     if (mark & (uint64_t{1} << i))
-      wrs.push_back(nic::WorkRequest::Faa(home, kSharedMarks, (first + i) * sizeof(uint64_t), 1));
-  wrs.push_back(nic::WorkRequest::Read(home, kVersions, first * vbytes, {&v, 1}));  // the versions first
-  wrs.push_back(nic::WorkRequest::Read(home, region, offset, {&d, 1}));
+      wrs.push_back(nic::WorkRequest::Faa(home, kSharedMarks, (first + i * stride) * sizeof(uint64_t), 1));
+  if (stride == 1) {
+    const auto [region, offset] = FrameAt(first);
+    nic::Sge v{op->buf.data(), count * vbytes};
+    nic::Sge d{data, count * page};
+    wrs.push_back(nic::WorkRequest::Read(home, kVersions, first * vbytes, {&v, 1}));  // the versions first
+    wrs.push_back(nic::WorkRequest::Read(home, region, offset, {&d, 1}));
+  } else {
+    // Every page's version, then every page: a READ each.
+    for (uint32_t i = 0; i < count; ++i) {
+      nic::Sge v{op->buf.data() + i * vbytes, vbytes};
+      wrs.push_back(nic::WorkRequest::Read(home, kVersions, (first + i * stride) * vbytes, {&v, 1}));
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      const PageId q = first + i * stride;
+      const auto [region, offset] = FrameAt(q);
+      nic::Sge d{into_frames ? Frame(q).data() : data + size_t(i) * page, page};
+      wrs.push_back(nic::WorkRequest::Read(home, region, offset, {&d, 1}));
+    }
+  }
   PostOneSided(std::move(op), wrs);
 }
 
@@ -406,11 +420,10 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
             read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
         const std::span<const VectorTime> versions(read_versions_.data(), op->count);
         const size_t at = size_t(op->count) * vbytes;
-        const std::span<const uint8_t> data =
-            op->into_frames ? std::span<const uint8_t>(Frame(op->page).data(), op->count * Frame(op->page).size())
-                            : std::span<const uint8_t>(op->buf.data() + at, op->buf.size() - at);
+        const std::span<const uint8_t> data =  // none: they landed in their frames
+            op->into_frames ? std::span<const uint8_t>() : std::span<const uint8_t>(op->buf.data() + at, op->buf.size() - at);
         completing_read_ = true;
-        Status st = node_->OnPageRead(op->home, op->page, versions, data);
+        Status st = node_->OnPageRead(op->home, op->page, op->stride, versions, data);
         completing_read_ = false;
         if (!st.ok()) spdlog::error("page {} read from node {}: {}", op->page, op->home, st.ToString());
         break;
@@ -465,7 +478,7 @@ void Runtime::PollOneSided() {
     const int64_t now = MonotonicNs();
     std::erase_if(deferred_reads_, [&](const DeferredRead& r) {
       if (r.at_ns > now) return false;
-      ReadPages(r.home, r.first, r.count, r.mark, r.into_frames);
+      ReadPages(r.home, r.first, r.count, r.stride, r.mark, r.into_frames);
       return true;
     });
   }

@@ -188,7 +188,8 @@ class Runtime final : public Host {
   uint64_t& SharedMark(PageId p) override;
   uint64_t& HomeWord(PageId p) override;
   void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
-  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
+                 bool into_frames) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
@@ -430,6 +431,7 @@ class Runtime final : public Host {
     NodeId home;
     PageId first;
     uint32_t count;
+    uint32_t stride;
     uint64_t mark;
     bool into_frames;
   };

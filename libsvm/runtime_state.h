@@ -55,13 +55,13 @@ struct Runtime::OneSided {
   NodeId home = 0;
   PageId page = 0;
   uint32_t count = 1;  // kReadPage: pages read, from page on; kHomeClaim: words
+  uint32_t stride = 1;  // kReadPage: the pages this far apart
   bool into_frames = false;  // kReadPage: they land in the frames, buf has the versions
   LockId lock = 0;
   nic::LockNo no = 0;
   uint32_t probes = 0;
   uint64_t expected = 0;  // kTailSwap: the word's value the CAS expects
   std::vector<uint8_t> buf;
-  nic::Sge sges[2] = {};  // kReadPage: where the versions and the pages land
   IntervalId interval = 0;
 };
 

@@ -97,17 +97,17 @@ class Host {
   // come back through the Node methods named below, called by the host under
   // the Node's serialisation and never from inside a Host call.
 
-  // rf: READ home's Versions of pages [first, first + count), then their
-  // Frames, posted together (count <= kMaxPageRun, first + count <=
-  // FramesEnd(first)). The versions are read first, so a version that covers
-  // a demand guarantees the page holds the diffs it names. For each bit i set
-  // in mark, first sets home's SharedMark(first + i) (a fetch-and-add,
-  // completed at the home before the reads), so that the home tracks every
-  // write it makes to that page from then on. With into_frames (no copy of
-  // these pages here is valid), the pages may land in their Frames directly,
-  // and the data OnPageRead gets are those frames. Completes with
-  // Node::OnPageRead.
-  virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark,
+  // rf: READ home's Versions of the pages first + i * stride (i < count),
+  // then their Frames, posted together (count <= kMaxPageRun, stride <=
+  // kMaxPageStride, the last page < FramesEnd(first)). The versions are
+  // read first, so a version that covers a demand guarantees the page holds
+  // the diffs it names. For each bit i set in mark, first sets home's
+  // SharedMark of page i (a fetch-and-add, completed at the home before the
+  // reads), so that the home tracks every write it makes to that page from
+  // then on. With into_frames (no copy of these pages here is valid), the
+  // pages may land in their Frames directly; OnPageRead then gets no data.
+  // Completes with Node::OnPageRead.
+  virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
                          bool into_frames) = 0;
 
   // rf and up, first touch: READ manager's HomeWord of pages

@@ -18,22 +18,24 @@
 namespace svm {
 
 // Requester -> home: send me page `page` once its version covers `need`,
-// and with it the next count - 1 pages (a page run: those go as they are,
-// the requester drops a copy too old for it).
+// and with it the next count - 1 pages `stride` apart (a page run: those go
+// as they are, the requester drops a copy too old for it).
 struct FetchRequest {
   PageId page = 0;
   VectorTime need;
   uint32_t count = 1;
+  uint32_t stride = 1;  // 1..kMaxPageStride
   friend bool operator==(const FetchRequest&, const FetchRequest&) = default;
 };
 
-// Home -> requester: pages page, page + 1, ... (a run, possibly shorter than
-// asked), each page's version (flush timestamp) and their bytes, one page
-// after another.
+// Home -> requester: pages page, page + stride, ... (a run, possibly shorter
+// than asked), each page's version (flush timestamp) and their bytes, one
+// page after another.
 struct PageReply {
   PageId page = 0;
   std::vector<VectorTime> versions;
   std::vector<uint8_t> data;
+  uint32_t stride = 1;  // 1..kMaxPageStride
   friend bool operator==(const PageReply&, const PageReply&) = default;
 };
 

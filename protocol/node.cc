@@ -48,10 +48,10 @@ void Node::Send(NodeId to, const Message& m) {
   SendEncoded(to, TypeOf(m), std::move(bytes));
 }
 
-void Node::SendPageReply(NodeId to, PageId page, std::span<const VectorTime> versions,
+void Node::SendPageReply(NodeId to, PageId page, uint32_t stride, std::span<const VectorTime> versions,
                          std::span<const std::span<const uint8_t>> frames) {
   std::vector<uint8_t> bytes = host_->SendBuffer();
-  wire::EncodePageReply(page, versions, frames, config_.epoch, &bytes);
+  wire::EncodePageReply(page, stride, versions, frames, config_.epoch, &bytes);
   SendEncoded(to, MessageType::kPageReply, std::move(bytes));
 }
 

@@ -184,10 +184,11 @@ class Node {
   // ---- Modes dw..nil: completions of one-sided operations (host.h), and
   // polling of the memory peers write without telling anyone.
 
-  // Completion of Host::ReadPages: home's versions of the pages from
-  // `first` on and their bytes. Like a PageReply: a faulting page's copy
-  // older than what is needed by now is read again.
-  Status OnPageRead(NodeId home, PageId first, std::span<const VectorTime> versions,
+  // Completion of Host::ReadPages: home's versions of the pages first,
+  // first + stride, ... and their bytes (empty: they landed in their
+  // frames). Like a PageReply: a faulting page's copy older than what is
+  // needed by now is read again.
+  Status OnPageRead(NodeId home, PageId first, uint32_t stride, std::span<const VectorTime> versions,
                     std::span<const uint8_t> data);
   // Completion of Host::ClaimHome for page p: the manager's HomeWord(p)
   // before the CAS (0: this node won) and the words of the pages after p
@@ -283,10 +284,11 @@ class Node {
   // Pages to fetch from p on: 1, or a run after a sequential fault.
   uint32_t RunFrom(ThreadId t, PageId p, const Page& pg);
   // After a fault that fetches p alone: if t's faults keep a stride, the
-  // pages further along it with p's home, each its own fetch.
+  // pages further along it with p's home, in strided runs.
   void FetchStrided(ThreadId t, PageId p, const Page& pg);
   NodeId KnownHome(PageId q) const;
-  void RequestPage(PageId p, Page& pg, uint32_t count = 1);
+  // Fetches p and the count - 1 pages `stride` apart after it (a run).
+  void RequestPage(PageId p, Page& pg, uint32_t count = 1, uint32_t stride = 1);
   // A page fetched ahead went unused: smaller runs from now on.
   void AheadUnused();
   void WakeWaiters(Page& pg);  // the threads blocked on the page
@@ -296,7 +298,9 @@ class Node {
   void ServeFetches(PageId p, Page& pg);
   Status OnFetchRequest(NodeId from, FetchRequest& m);
   Status OnPageReply(NodeId from, PageReply& m);
-  Status InstallRun(NodeId from, PageId first, std::span<const VectorTime> versions,
+  // data: the pages one after another, or empty where they landed in their
+  // frames (a remote read's).
+  Status InstallRun(NodeId from, PageId first, uint32_t stride, std::span<const VectorTime> versions,
                     std::span<const uint8_t> data);
   // A page of a run: the faulting one, or one fetched ahead and mapped at
   // once, or the last one ahead, left unmapped until touched (Page::watched).
@@ -356,7 +360,7 @@ class Node {
   void Send(NodeId to, const Message& m);
   // A PageReply straight from the frames: the page lands in the SEND
   // buffer in one copy.
-  void SendPageReply(NodeId to, PageId page, std::span<const VectorTime> versions,
+  void SendPageReply(NodeId to, PageId page, uint32_t stride, std::span<const VectorTime> versions,
                      std::span<const std::span<const uint8_t>> frames);
   void SendEncoded(NodeId to, MessageType type, std::vector<uint8_t> bytes);  // counted
   NodeId nodes() const { return config_.geometry.nodes; }
@@ -385,7 +389,7 @@ class Node {
   };
   std::vector<StrideTrail> strides_;
   // Longest stride followed: 512 pages, 2 MiB rows.
-  static constexpr PageId kMaxStride = 512;
+  static constexpr PageId kMaxStride = kMaxPageStride;
   // Per local thread: the page whose fault it waits for (kNoPage: none). A
   // blocked fault is asked again once woken; it counts once.
   std::vector<PageId> blocked_on_;

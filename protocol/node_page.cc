@@ -436,9 +436,10 @@ uint32_t Node::RunFrom(ThreadId t, PageId p, const Page& pg) {
 // its last fetching fault, no further than one stride past what it fetched
 // along them since (the faults in between were mapped ahead, or claims).
 // Then the next pages along the stride with p's home that are not here come
-// along, up to run_ - 1 of them, each its own fetch (so each waits for its
-// own version at the home); the last is watched, as a run's last page is.
-// Pages of unknown home are passed over, never claimed ahead: they fault.
+// along, up to run_ - 1 of them, in strided runs: one fetch for each stretch
+// of them that nothing here interrupts (a base home's message, not one a
+// page); the last is watched, as a run's last page is. Pages of unknown
+// home are passed over, never claimed ahead: they fault.
 void Node::FetchStrided(ThreadId t, PageId p, const Page& pg) {
   StrideTrail& s = strides_[t];
   const bool along = config_.max_run > 1 && s.stride > 1 && p > s.last && (p - s.last) % s.stride == 0 &&
@@ -450,22 +451,38 @@ void Node::FetchStrided(ThreadId t, PageId p, const Page& pg) {
   }
   run_ = std::min(2 * run_, config_.max_run);
   const PageId end = std::min<PageId>(host_->FramesEnd(p), config_.geometry.pages);
-  Page* last = nullptr;
+  // The stretch gathered so far: `count` pages from `first` on.
+  PageId first = 0;
+  uint32_t count = 0;
+  auto flush = [&] {
+    if (count > 0) RequestPage(first, pages_.At(first), count, uint32_t(s.stride));
+    count = 0;
+  };
+  PageId last = kNoPage;
   uint32_t n = 0;
   PageId q = p + s.stride;
   for (uint32_t step = 0; n + 1 < run_ && step < 2 * run_ && q < end; ++step, q += s.stride) {
     const NodeId home = KnownHome(q);
-    if (home == kNoNode) continue;
+    if (home == kNoNode) {
+      flush();
+      continue;
+    }
     if (home != pg.home) break;
     Page& next = PageEntry(q);
-    if (next.state != Page::State::kInvalid || next.fetching || next.claiming) continue;
+    if (next.state != Page::State::kInvalid || next.fetching || next.claiming) {
+      flush();
+      continue;
+    }
     next.home = home;
     next.strided = Ahead::kMapped;
-    RequestPage(q, next);
-    last = &next;
+    if (count == 0) first = q;
+    ++count;
+    last = q;
     ++n;
   }
-  if (last) last->strided = Ahead::kWatched;
+  // Watched before the fetch goes: a completion may come at once.
+  if (last != kNoPage) pages_.At(last).strided = Ahead::kWatched;
+  flush();
   stats_.pages_ahead += n;
   stats_.pages_strided += n;
   s.last = p;
@@ -507,26 +524,29 @@ void Node::AheadUnused() {
   run_ = std::max(run_ / 2, 1u);
 }
 
-void Node::RequestPage(PageId p, Page& pg, uint32_t count) {
+void Node::RequestPage(PageId p, Page& pg, uint32_t count, uint32_t stride) {
+  assert(count >= 1 && count <= kMaxPageRun && stride >= 1 && stride <= kMaxPageStride);
   stats_.fetches++;
-  stats_.pages_ahead += count - 1;
+  if (stride == 1) stats_.pages_ahead += count - 1;  // FetchStrided counts its own
   uint64_t mark = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    Page& q = i == 0 ? pg : PageEntry(p + i);
+    Page& q = i == 0 ? pg : PageEntry(p + i * stride);
     q.home = pg.home;
     q.fetching = true;
     if (!q.marked) mark |= uint64_t{1} << i;
     q.marked = q.marked || ReadsRemotely(config_.mode);
   }
   pg.run = count;
+  pg.stride = uint16_t(stride);
   if (ReadsRemotely(config_.mode)) {
     stats_.remote_reads++;
-    host_->ReadPages(pg.home, p, count, mark, pg.state == Page::State::kInvalid);
+    host_->ReadPages(pg.home, p, count, stride, mark, pg.state == Page::State::kInvalid);
   } else {
     FetchRequest& req = Outgoing<FetchRequest>();
     req.page = p;
     req.need = pg.need;  // into the storage the last request had
     req.count = count;
+    req.stride = stride;
     Send(pg.home, tx_);
   }
 }
@@ -587,18 +607,18 @@ void Node::ServeFetches(PageId p, Page& pg) {
   std::erase_if(pg.pending, [&](const Page::PendingFetch& f) {
     if (!ready(f)) return false;
     // The pages ahead go as they are: the requester drops a copy too old.
-    const PageId end = std::min<PageId>({host_->FramesEnd(p), p + f.count, config_.geometry.pages});
+    const PageId end = std::min<PageId>(host_->FramesEnd(p), config_.geometry.pages);
     served_.resize(1);  // storage kept from the last reply
     served_[0] = version;
-    for (PageId q = p + 1; q < end && ServesAhead(q); ++q) {
+    for (PageId q = p + f.stride; served_.size() < f.count && q < end && ServesAhead(q); q += f.stride) {
       Mark(q);
       served_.push_back(Version(q));
     }
     std::span<const uint8_t> frames[kMaxPageRun];  // f.count <= kMaxPageRun (wire::Decode)
     assert(served_.size() <= kMaxPageRun);
     for (size_t i = 0; i < served_.size(); ++i)
-      frames[i] = {host_->Frame(p + i).data(), page_size};
-    SendPageReply(f.from, p, served_, std::span(frames, served_.size()));
+      frames[i] = {host_->Frame(p + i * f.stride).data(), page_size};
+    SendPageReply(f.from, p, f.stride, served_, std::span(frames, served_.size()));
     return true;
   });
 }
@@ -607,7 +627,7 @@ Status Node::OnFetchRequest(NodeId from, FetchRequest& m) {
   if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
   Page& pg = PageEntry(m.page);
   Mark(m.page);
-  pg.pending.push_back({from, std::move(m.need), m.count});
+  pg.pending.push_back({from, std::move(m.need), m.count, m.stride});
   ServeFetches(m.page, pg);
   return Status::Ok();
 }
@@ -628,21 +648,22 @@ Status Node::OnDiff(NodeId from, DiffMessage& m) {
 }
 
 Status Node::OnPageReply(NodeId from, PageReply& m) {
-  return InstallRun(from, m.page, m.versions, m.data);
+  if (m.data.empty()) return Status::Malformed("page reply without data");
+  return InstallRun(from, m.page, m.stride, m.versions, m.data);
 }
 
-Status Node::OnPageRead(NodeId home, PageId first, std::span<const VectorTime> versions,
+Status Node::OnPageRead(NodeId home, PageId first, uint32_t stride, std::span<const VectorTime> versions,
                         std::span<const uint8_t> data) {
   if (!ReadsRemotely(config_.mode))
     return Status::InvalidArgument("remote read completion in a mode without remote reads");
   for (const VectorTime& v : versions)
     if (v.size() != nodes()) return Status::Malformed("remote read of the wrong version size");
-  return InstallRun(home, first, versions, data);
+  return InstallRun(home, first, stride, versions, data);
 }
 
 // The home's copies arrived (a PageReply, or rf: a remote read), possibly
 // fewer than the run asked for: those missing count as too old.
-Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> versions,
+Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<const VectorTime> versions,
                         std::span<const uint8_t> data) {
   Page* asked = pages_.Find(first);
   if (asked == nullptr || !asked->fetching || asked->home != from)
@@ -651,22 +672,26 @@ Status Node::InstallRun(NodeId from, PageId first, std::span<const VectorTime> v
   const size_t page_size = config_.geometry.page_size;
   if (versions.empty() || versions.size() > pg.run)
     return Status::Malformed("page reply of the wrong page count");
-  if (data.size() != versions.size() * page_size) return Status::Malformed("page reply of the wrong size");
+  if (stride != pg.stride) return Status::Malformed("page reply of the wrong stride");
+  const bool in_frames = data.empty();
+  if (!in_frames && data.size() != versions.size() * page_size)
+    return Status::Malformed("page reply of the wrong size");
   for (const VectorTime& v : versions)
     if (v.size() != nodes()) return Status::Malformed("page reply of the wrong version size");
   ProtectionBatch batch(this);
   const uint32_t run = pg.run;
   for (uint32_t i = 0; i < run; ++i) {
-    Page& q = i == 0 ? pg : pages_.At(first + i);
+    const PageId p = first + i * stride;
+    Page& q = i == 0 ? pg : pages_.At(p);
     // The last page ahead is watched: whether the sweep reaches it says
-    // whether the run was worth it.
-    const Ahead ahead = i == 0          ? std::exchange(q.strided, Ahead::kNo)  // a fault's, or a stride's
-                        : i + 1 == run ? Ahead::kWatched
-                                       : Ahead::kMapped;
+    // whether the run was worth it (FetchStrided marks a stride's pages).
+    const Ahead ahead = i == 0 || stride > 1 ? std::exchange(q.strided, Ahead::kNo)  // a fault's, or a stride's
+                        : i + 1 == run       ? Ahead::kWatched
+                                             : Ahead::kMapped;
     if (i < versions.size()) {
-      InstallPage(first + i, q, versions[i], data.subspan(i * page_size, page_size), ahead);
+      InstallPage(p, q, versions[i], in_frames ? host_->Frame(p) : data.subspan(i * page_size, page_size), ahead);
     } else {
-      InstallPage(first + i, q, VectorTime(), {}, ahead);
+      InstallPage(p, q, VectorTime(), {}, ahead);
     }
   }
   return Status::Ok();
@@ -758,6 +783,7 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     // The manager is the home: its copy follows this reply (OnHomeClaim).
     pg.fetching = true;
     pg.run = 1;
+    pg.stride = 1;
     stats_.fetches++;
   }
   WakeWaiters(pg);

@@ -45,7 +45,8 @@ struct Node::Page {
   bool marked = false;     // away from it: the home knows we hold a copy
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
-  uint32_t run = 0;        // pages the fetch out from here asked for
+  uint32_t run = 0;        // pages the fetch out from here asked for,
+  uint16_t stride = 1;     // this far apart
   Ahead strided = Ahead::kNo;  // the fetch out is one along a stride
   VectorTime need;         // version a copy must have (from applied notices)
   uint8_t* twin = nullptr;  // a page of Node::twin_slabs_ (MakeTwin, DropTwin)
@@ -56,7 +57,8 @@ struct Node::Page {
   struct PendingFetch {
     NodeId from;
     VectorTime need;
-    uint32_t count = 1;  // the page run asked for
+    uint32_t count = 1;  // the page run asked for,
+    uint32_t stride = 1;  // its pages this far apart
   };
   std::vector<PendingFetch> pending;  // at the home: fetches awaiting diffs
 };

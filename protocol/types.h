@@ -22,6 +22,9 @@ inline constexpr NodeId PinnedLockHome(LockId l) { return NodeId((l >> 48) & 0x7
 // Most pages one fetch asks for (a page run: the faulting page and those
 // after it with the same home, NodeConfig::max_run).
 inline constexpr uint32_t kMaxPageRun = 64;
+// Longest step between a run's pages (a strided run: a column of a
+// row-major matrix, rows of up to 2 MiB).
+inline constexpr uint32_t kMaxPageStride = 512;
 
 // What an access wants from a page.
 enum class Access : uint8_t { kRead, kWrite };

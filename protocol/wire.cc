@@ -43,17 +43,19 @@ void PutBody(Writer& w, const FetchRequest& m) {
   w.PutU64(m.page);
   PutVector(w, m.need);
   w.PutU32(m.count);
+  w.PutU32(m.stride);
 }
 
 // A PageReply up to its data (EncodePageReply writes the data from frames).
-void PutPageReplyHead(Writer& w, PageId page, std::span<const VectorTime> versions) {
+void PutPageReplyHead(Writer& w, PageId page, uint32_t stride, std::span<const VectorTime> versions) {
   w.PutU64(page);
+  w.PutU32(stride);
   w.PutU32(static_cast<uint32_t>(versions.size()));
   for (const VectorTime& v : versions) PutVector(w, v);
 }
 
 void PutBody(Writer& w, const PageReply& m) {
-  PutPageReplyHead(w, m.page, m.versions);
+  PutPageReplyHead(w, m.page, m.stride, m.versions);
   w.PutLengthPrefixed(m.data);
 }
 
@@ -256,10 +258,12 @@ void ReadBody(BodyReader& r, FetchRequest* m) {
   r.U64(&m->page, "page");
   r.Vector(&m->need, "need");
   r.Count(&m->count, kMaxPageRun, "count");
+  r.Count(&m->stride, kMaxPageStride, "stride");
 }
 
 void ReadBody(BodyReader& r, PageReply* m) {
   r.U64(&m->page, "page");
+  r.Count(&m->stride, kMaxPageStride, "stride");
   r.Vectors(&m->versions, kMaxPageRun, "versions");
   r.Bytes(&m->data, "data");
 }
@@ -385,12 +389,12 @@ void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out) {
   EndMessage(w, start);
 }
 
-void EncodePageReply(PageId page, std::span<const VectorTime> versions,
+void EncodePageReply(PageId page, uint32_t stride, std::span<const VectorTime> versions,
                      std::span<const std::span<const uint8_t>> pages, uint32_t epoch,
                      std::vector<uint8_t>* out) {
   Writer w(out);
   const size_t start = BeginMessage(w, MessageType::kPageReply, epoch);
-  PutPageReplyHead(w, page, versions);
+  PutPageReplyHead(w, page, stride, versions);
   size_t bytes = 0;
   for (std::span<const uint8_t> p : pages) bytes += p.size();
   assert(bytes <= UINT32_MAX);

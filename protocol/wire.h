@@ -18,8 +18,9 @@
 namespace svm::wire {
 
 inline constexpr uint32_t kMagic = 0x314d5653;  // "SVM1" read as little-endian bytes
-inline constexpr uint16_t kVersion = 3;  // 3: page runs (FetchRequest.count,
-                                         // PageReply.versions, HomeReply.same)
+inline constexpr uint16_t kVersion = 4;  // 3: page runs (FetchRequest.count,
+                                         // PageReply.versions, HomeReply.same);
+                                         // 4: strided runs (.stride)
 inline constexpr size_t kHeaderBytes = 16;
 // Bound on any body; larger lengths are rejected before allocation.
 inline constexpr uint32_t kMaxBodyBytes = 64u << 20;
@@ -40,7 +41,7 @@ void Encode(const Message& m, uint32_t epoch, std::vector<uint8_t>* out);
 std::vector<uint8_t> Encode(const Message& m, uint32_t epoch);
 // The bytes of a PageReply whose data are `pages` one after the other (a
 // home's frames), appended to *out without first copying them together.
-void EncodePageReply(PageId page, std::span<const VectorTime> versions,
+void EncodePageReply(PageId page, uint32_t stride, std::span<const VectorTime> versions,
                      std::span<const std::span<const uint8_t>> pages, uint32_t epoch,
                      std::vector<uint8_t>* out);
 

@@ -23,6 +23,8 @@ std::vector<svm::Message> SeedMessages(uint32_t nodes) {
       svm::PageReply{3, {v}, std::vector<uint8_t>(64, 0x5a)},
       svm::FetchRequest{3, v, 8},
       svm::PageReply{3, {v, v}, std::vector<uint8_t>(128, 0x5a)},
+      svm::FetchRequest{3, v, 8, 4},
+      svm::PageReply{3, {v, v}, std::vector<uint8_t>(128, 0x5b), 4},
       svm::DiffMessage{3, 2, {0, 0, 0, 0, 2, 0, 0, 0, 0xab, 0xcd}},
       svm::LockRequest{9, nodes - 1, true, v},
       svm::LockGrant{9, v, notices},

@@ -89,7 +89,9 @@ class TestHost : public MemoryHost {
   TestHost(Cluster* c, NodeId self, NodeId nodes) : MemoryHost(nodes), cluster_(c), self_(self) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   // The cluster runs base mode: no one-sided operation may be posted.
-  void ReadPages(NodeId, PageId, uint32_t, uint64_t, bool) override { ADD_FAILURE() << "ReadPages in base mode"; }
+  void ReadPages(NodeId, PageId, uint32_t, uint32_t, uint64_t, bool) override {
+    ADD_FAILURE() << "ReadPages in base mode";
+  }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
     ADD_FAILURE() << "WriteDiff in base mode";
   }
@@ -419,8 +421,8 @@ TEST(NodeTest, StridedScanOverAnEarlierPassFetchesNoRuns) {
 }
 
 // A scan at a stride: from its third fault in step the next pages along the
-// stride come too, each its own fetch, the last watched; more the next
-// time. The pages carry what their home wrote before the barrier.
+// stride come too, in one fetch (a strided run), the last watched; more the
+// next time. The pages carry what their home wrote before the barrier.
 TEST(NodeTest, StridedFaultsFetchThePagesAlongTheStride) {
   Cluster c(2, 1, HomePolicy::kCyclic, 8);  // odd pages are node 1's
   for (PageId p = 1; p < 16; p += 2) c.Write(1, 0, p, 0, uint8_t(p));
@@ -435,7 +437,8 @@ TEST(NodeTest, StridedFaultsFetchThePagesAlongTheStride) {
   EXPECT_EQ(c.Read(0, 0, 9, 0), 9);  // 11, 13, 15 come along
   EXPECT_EQ(c.node(0).stats().pages_strided, 4u);
   EXPECT_EQ(c.node(0).stats().pages_ahead, 4u);
-  EXPECT_EQ(c.node(0).stats().fetches, 8u);  // one each
+  EXPECT_EQ(c.node(0).stats().fetches, 6u);  // 1, 3, 5, 7, 9, and 11 + 13 + 15
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kFetchRequest)], 6u);
   sent = c.sent;
   for (PageId p : {11, 13, 15}) EXPECT_EQ(c.Read(0, 0, p, 0), p) << p;
   EXPECT_EQ(c.sent, sent);
@@ -970,12 +973,14 @@ class ModeHost : public MemoryHost {
  public:
   explicit ModeHost(NodeId nodes) : MemoryHost(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
-  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override {
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
+                 bool into_frames) override {
     reads.push_back({home, first});
     in_place.push_back(into_frames);
     read_counts.push_back(count);
+    read_strides.push_back(stride);
     for (uint32_t i = 0; i < count; ++i)
-      if (mark & (uint64_t{1} << i)) marked.push_back(first + i);
+      if (mark & (uint64_t{1} << i)) marked.push_back(first + i * stride);
   }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override { direct_diffs++; }
   void DepositNotice(const WriteNotice& n) override { deposited.push_back(n); }
@@ -1000,6 +1005,7 @@ class ModeHost : public MemoryHost {
   std::vector<std::pair<NodeId, std::vector<uint8_t>>> sent;
   std::vector<std::pair<NodeId, PageId>> reads;
   std::vector<uint32_t> read_counts;
+  std::vector<uint32_t> read_strides;
   std::vector<bool> in_place;
   std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
   int direct_diffs = 0;
@@ -1028,19 +1034,19 @@ TEST(NodeModeTest, RemoteReadOfAPageRun) {
   Node n(cfg, &h);
   const std::vector<uint8_t> one(kPage);
   ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);
-  ASSERT_TRUE(n.OnPageRead(1, 8, std::vector<VectorTime>{VectorTime(2)}, one).ok());
+  ASSERT_TRUE(n.OnPageRead(1, 8, 1, std::vector<VectorTime>{VectorTime(2)}, one).ok());
   ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kBlocked);
   EXPECT_EQ(h.read_counts, (std::vector<uint32_t>{1, 2}));
   EXPECT_EQ(h.marked, (std::vector<PageId>{8, 9, 10}));
   ASSERT_EQ(n.Fault(1, 10, Access::kRead), Outcome::kBlocked);  // waits for the run
-  EXPECT_EQ(n.OnPageRead(1, 9, std::vector<VectorTime>(3, VectorTime(2)), std::vector<uint8_t>(3 * kPage)).code(),
+  EXPECT_EQ(n.OnPageRead(1, 9, 1, std::vector<VectorTime>(3, VectorTime(2)), std::vector<uint8_t>(3 * kPage)).code(),
             Status::Code::kMalformed);  // more pages than asked for
-  ASSERT_TRUE(n.OnPageRead(1, 9, std::vector<VectorTime>{VectorTime(2)}, one).ok());
+  ASSERT_TRUE(n.OnPageRead(1, 9, 1, std::vector<VectorTime>{VectorTime(2)}, one).ok());
   EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 10}));  // again, for its waiter
   EXPECT_EQ(h.read_counts.back(), 1u);
   EXPECT_EQ(h.marked.size(), 3u);  // marked once
   EXPECT_EQ(n.stats().fetch_retries, 1u);
-  ASSERT_TRUE(n.OnPageRead(1, 10, std::vector<VectorTime>{VectorTime(2)}, one).ok());
+  ASSERT_TRUE(n.OnPageRead(1, 10, 1, std::vector<VectorTime>{VectorTime(2)}, one).ok());
   EXPECT_EQ(n.Fault(1, 10, Access::kRead), Outcome::kDone);
   EXPECT_EQ(h.prot(10), Prot::kRead);
 }
@@ -1057,6 +1063,58 @@ void AcquireAfterNode1Wrote(Node& n, ModeHost& h, PageId p) {
   ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
 }
 
+// rf: the pages along a stride are one ReadPages (a strided run) that marks
+// each; one its completion brings too old is dropped, the others mapped.
+TEST(NodeModeTest, RemoteReadOfAStridedRun) {
+  ModeHost h(2);
+  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 1);
+  cfg.geometry.pages = 64;
+  cfg.home_policy = HomePolicy::kBlock;  // node 1 is home of pages 32..63
+  cfg.max_run = 8;
+  h.frames_end = 64;
+  Node n(cfg, &h);
+  auto read = [&](PageId p) {
+    ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kBlocked) << p;
+    ASSERT_TRUE(n.OnPageRead(1, p, 1, std::vector<VectorTime>{VectorTime(2)}, {}).ok()) << p;
+    ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kDone) << p;
+  };
+  for (PageId p : {32, 36}) ASSERT_NO_FATAL_FAILURE(read(p));
+  ASSERT_EQ(n.Fault(0, 40, Access::kRead), Outcome::kBlocked);  // the third in step: 44 comes along
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 44}));
+  EXPECT_EQ(h.read_counts.back(), 1u);
+  EXPECT_EQ(h.read_strides.back(), 4u);
+  ASSERT_TRUE(n.OnPageRead(1, 40, 1, std::vector<VectorTime>{VectorTime(2)}, {}).ok());
+  ASSERT_TRUE(n.OnPageRead(1, 44, 4, std::vector<VectorTime>{VectorTime(2)}, {}).ok());
+  ASSERT_EQ(n.Fault(0, 40, Access::kRead), Outcome::kDone);
+  ASSERT_EQ(n.Fault(0, 44, Access::kRead), Outcome::kDone);  // watched: no fetch
+  ASSERT_EQ(n.Fault(0, 48, Access::kRead), Outcome::kBlocked);
+  const size_t reads = h.reads.size();
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 52}));  // 52, 56, 60 in one read
+  EXPECT_EQ(h.read_counts.back(), 3u);
+  EXPECT_EQ(h.read_strides.back(), 4u);
+  EXPECT_TRUE(h.in_place.back());
+  EXPECT_EQ(std::vector<PageId>(h.marked.end() - 3, h.marked.end()), (std::vector<PageId>{52, 56, 60}));
+  EXPECT_EQ(n.stats().pages_strided, 4u);
+  ASSERT_TRUE(n.OnPageRead(1, 48, 1, std::vector<VectorTime>{VectorTime(2)}, {}).ok());
+  ASSERT_EQ(n.Fault(0, 48, Access::kRead), Outcome::kDone);
+  ASSERT_NO_FATAL_FAILURE(AcquireAfterNode1Wrote(n, h, 56));  // 56's copy on the way is too old
+  // A completion at another stride than asked is refused.
+  EXPECT_EQ(n.OnPageRead(1, 52, 1, std::vector<VectorTime>(3, VectorTime(2)), {}).code(), Status::Code::kMalformed);
+  for (PageId p : {52, 56, 60}) h.Frame(p)[0] = uint8_t(p);  // the NIC wrote them in their frames
+  ASSERT_TRUE(n.OnPageRead(1, 52, 4, std::vector<VectorTime>(3, VectorTime(2)), {}).ok());
+  EXPECT_EQ(h.reads.size(), reads);  // nobody waits for 56: dropped, not read again
+  EXPECT_EQ(n.stats().ahead_unused, 1u);
+  EXPECT_EQ(h.prot(52), Prot::kRead);
+  EXPECT_EQ(h.prot(56), Prot::kNone);
+  EXPECT_EQ(h.prot(60), Prot::kNone);  // watched
+  ASSERT_EQ(n.Fault(0, 60, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.Frame(60)[0], 60);
+  EXPECT_EQ(n.stats().ahead_used, 2u);  // 44, 60
+  ASSERT_EQ(n.Fault(0, 56, Access::kRead), Outcome::kBlocked);  // fetched again, on its own
+  EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 56}));
+  EXPECT_EQ(h.read_counts.back(), 1u);
+}
+
 // rf: an invalid page's copy may land in its frame (one copy, not two); a
 // dirty page's cannot (its safe fetch merges through the twin).
 TEST(NodeModeTest, RemoteReadLandsInTheFrameOfAnInvalidPage) {
@@ -1064,8 +1122,8 @@ TEST(NodeModeTest, RemoteReadLandsInTheFrameOfAnInvalidPage) {
   Node n(ModeConfig(Mode::kRf, 2, 1), &h);  // page 1: homed at node 1
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
   ASSERT_EQ(h.in_place, std::vector<bool>{true});
-  h.Frame(1)[7] = 42;  // the NIC wrote it there
-  ASSERT_TRUE(n.OnPageRead(1, 1, std::vector<VectorTime>{VectorTime(2)}, h.Frame(1)).ok());
+  h.Frame(1)[7] = 42;  // the NIC wrote it there: no data comes with the completion
+  ASSERT_TRUE(n.OnPageRead(1, 1, 1, std::vector<VectorTime>{VectorTime(2)}, {}).ok());
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kDone);
   EXPECT_EQ(h.Frame(1)[7], 42);
   ASSERT_EQ(n.Fault(0, 1, Access::kWrite), Outcome::kDone);  // twinned, dirty
@@ -1135,7 +1193,7 @@ TEST(NodeModeTest, FirstRemoteReadMarksThePage) {
   ModeHost h(2);
   Node n(ModeConfig(Mode::kRf, 2, 1), &h);
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);  // page 1: homed at node 1
-  ASSERT_TRUE(n.OnPageRead(1, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_TRUE(n.OnPageRead(1, 1, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
   EXPECT_EQ(h.marked, std::vector<PageId>{1});
   ASSERT_NO_FATAL_FAILURE(AcquireAfterNode1Wrote(n, h, 1));  // invalidates page 1
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
@@ -1336,14 +1394,14 @@ TEST(NodeModeTest, FirstTouchClaimIsACasAtTheManager) {
     EXPECT_TRUE(h.woken.count(0) && h.woken.count(1));
     ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
     ASSERT_EQ(h.reads, (std::vector<std::pair<NodeId, PageId>>{{1, 4}}));
-    ASSERT_TRUE(n.OnPageRead(1, 4, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
+    ASSERT_TRUE(n.OnPageRead(1, 4, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
     ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kDone);
     // A sweep: page 5's home is known, and so is 6's, so the run takes both.
     ASSERT_EQ(n.Fault(0, 5, Access::kRead), Outcome::kBlocked);
     EXPECT_EQ(h.claims.size(), 1u);
     EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 5}));
     EXPECT_EQ(h.read_counts.back(), 2u);
-    ASSERT_TRUE(n.OnPageRead(1, 5, std::vector<VectorTime>(2, VectorTime(2)), std::vector<uint8_t>(2 * kPage)).ok());
+    ASSERT_TRUE(n.OnPageRead(1, 5, 1, std::vector<VectorTime>(2, VectorTime(2)), std::vector<uint8_t>(2 * kPage)).ok());
     // Page 7's word was 0: its home is claimed when it is touched.
     ASSERT_EQ(n.Fault(0, 7, Access::kRead), Outcome::kBlocked);
     EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 7, 1}));
@@ -1363,11 +1421,11 @@ TEST(NodeModeTest, FirstTouchClaimLearnsOnlyTheSameHome) {
   // Node 2 is home of pages 4, 5 and 7; node 1 of page 6.
   ASSERT_TRUE(n.OnHomeClaimed(4, 3, std::vector<uint64_t>{3, 2, 3}).ok());
   ASSERT_EQ(n.Fault(0, 4, Access::kRead), Outcome::kBlocked);
-  ASSERT_TRUE(n.OnPageRead(2, 4, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_TRUE(n.OnPageRead(2, 4, 1, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
   ASSERT_EQ(n.Fault(0, 5, Access::kRead), Outcome::kBlocked);  // a sweep, but page 6 is node 1's
   EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{2, 5}));
   EXPECT_EQ(h.read_counts.back(), 1u);
-  ASSERT_TRUE(n.OnPageRead(2, 5, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_TRUE(n.OnPageRead(2, 5, 1, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
   ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
   EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 6, 2}));
   ASSERT_TRUE(n.OnHomeClaimed(6, 2, std::vector<uint64_t>{3}).ok());

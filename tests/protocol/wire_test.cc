@@ -37,9 +37,11 @@ std::vector<Message> Samples() {
   return {
       FetchRequest{42, Vt({1, 0, 5})},
       FetchRequest{UINT64_MAX, Vt({UINT32_MAX, 0, 0}), kMaxPageRun},
+      FetchRequest{8, Vt({0, 1, 0}), 16, kMaxPageStride},
       PageReply{7, {Vt({3, 2, 1})}, page},
       PageReply{0, {Vt({0, 0, 0})}, {}},
       PageReply{9, {Vt({3, 2, 1}), Vt({0, 0, 4})}, Bytes(2 * page.size(), 0x11)},
+      PageReply{9, {Vt({3, 2, 1}), Vt({0, 0, 4})}, Bytes(2 * page.size(), 0x12), 16},
       DiffMessage{9, 4, {0, 0, 0, 0, 3, 0, 0, 0, 0xaa, 0xbb, 0xcc}},
       DiffMessage{UINT64_MAX, UINT32_MAX, {}},
       LockRequest{0xdeadbeef, 2, false, Vt({1, 2, 3})},
@@ -150,7 +152,7 @@ TEST(Wire, EncodeAppends) {
 TEST(Wire, GoldenHomeReply) {
   Bytes want = {
       0x53, 0x56, 0x4d, 0x31,  // magic "SVM1"
-      0x03, 0x00,              // version 3
+      0x04, 0x00,              // version 4
       0x09, 0x00,              // type home-reply
       0x10, 0x00, 0x00, 0x00,  // body length 16
       0x07, 0x00, 0x00, 0x00,  // epoch 7
@@ -163,7 +165,7 @@ TEST(Wire, GoldenHomeReply) {
 
 TEST(Wire, GoldenLockRequest) {
   Bytes want = {
-      0x53, 0x56, 0x4d, 0x31, 0x03, 0x00, 0x04, 0x00,  // magic, version, lock-request
+      0x53, 0x56, 0x4d, 0x31, 0x04, 0x00, 0x04, 0x00,  // magic, version, lock-request
       0x1d, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 29, epoch 7
       0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // lock
       0x01, 0x00, 0x00, 0x00,                          // requester
@@ -176,7 +178,7 @@ TEST(Wire, GoldenLockRequest) {
 
 TEST(Wire, GoldenLockGrantWithNotice) {
   Bytes want = {
-      0x53, 0x56, 0x4d, 0x31, 0x03, 0x00, 0x05, 0x00,  // magic, version, lock-grant
+      0x53, 0x56, 0x4d, 0x31, 0x04, 0x00, 0x05, 0x00,  // magic, version, lock-grant
       0x38, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 56, epoch 7
       0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // lock
       0x03, 0x00, 0x00, 0x00,                          // timestamp: 3 entries
@@ -227,7 +229,7 @@ TEST(Wire, PageReplyFromFramesEncodesAsThePageReply) {
   for (size_t pages : {0, 1, 3}) {
     std::vector<std::vector<uint8_t>> frames;
     std::vector<std::span<const uint8_t>> views;
-    PageReply reply{77, {}, {}};
+    PageReply reply{77, {}, {}, 3};
     for (size_t i = 0; i < pages; ++i) {
       frames.emplace_back(4096, uint8_t(0x10 + i));
       frames.back()[i] = 0xee;
@@ -236,7 +238,7 @@ TEST(Wire, PageReplyFromFramesEncodesAsThePageReply) {
     }
     for (const auto& f : frames) views.emplace_back(f);
     std::vector<uint8_t> out = {1, 2};  // appended to what is there
-    EncodePageReply(77, reply.versions, views, kEpoch, &out);
+    EncodePageReply(77, 3, reply.versions, views, kEpoch, &out);
     std::vector<uint8_t> want = {1, 2};
     Encode(Message(reply), kEpoch, &want);
     EXPECT_EQ(out, want) << pages;
@@ -414,15 +416,41 @@ TEST(Wire, PageRunCountsBounded) {
       w.PutU64(1);
       vector(w);
       w.PutU32(count);
+      w.PutU32(1);
     });
     EXPECT_EQ(DecodeBytes(fetch).ok(), valid) << count;
     Bytes reply = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
       w.PutU64(1);
+      w.PutU32(1);
       w.PutU32(count);
       for (uint32_t i = 0; i < std::min(count, kMaxPageRun + 1); ++i) vector(w);
       w.PutU32(0);
     });
     EXPECT_EQ(DecodeBytes(reply).ok(), valid) << count;
+  }
+}
+
+// A run's pages are 1..kMaxPageStride apart, asked for and answered.
+TEST(Wire, PageRunStridesBounded) {
+  for (uint32_t stride : {0u, 1u, 2u, kMaxPageStride, kMaxPageStride + 1, UINT32_MAX}) {
+    const bool valid = stride >= 1 && stride <= kMaxPageStride;
+    Bytes fetch = Raw(MessageType::kFetchRequest, [&](coding::Writer& w) {
+      w.PutU64(1);
+      w.PutU32(kNodes);
+      for (uint32_t i = 0; i < kNodes; ++i) w.PutU32(0);
+      w.PutU32(2);
+      w.PutU32(stride);
+    });
+    EXPECT_EQ(DecodeBytes(fetch).ok(), valid) << stride;
+    Bytes reply = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
+      w.PutU64(1);
+      w.PutU32(stride);
+      w.PutU32(1);
+      w.PutU32(kNodes);
+      for (uint32_t i = 0; i < kNodes; ++i) w.PutU32(0);
+      w.PutU32(0);
+    });
+    EXPECT_EQ(DecodeBytes(reply).ok(), valid) << stride;
   }
 }
 
@@ -459,6 +487,7 @@ TEST(Wire, OversizedListCountsRejected) {
     // Byte string length: one byte follows.
     Bytes data = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
       w.PutU64(1);
+      w.PutU32(1);  // stride
       w.PutU32(1);  // one version
       vector(w);
       w.PutU32(count);

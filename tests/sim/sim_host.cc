@@ -137,14 +137,17 @@ PageId SimHost::FramesEnd(PageId p) {
   return p < middle ? middle : pages_;
 }
 
-void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool) {
+void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark, bool) {
   if (!CheckPeer("ReadPages", home, false)) return;
-  if (first >= pages_ || count == 0 || count > kMaxPageRun || first + count > FramesEnd(first))
-    return ContractError("ReadPages of pages " + std::to_string(first) + "+" + std::to_string(count));
+  if (first >= pages_ || count == 0 || count > kMaxPageRun || stride == 0 || stride > kMaxPageStride ||
+      first + PageId(count - 1) * stride >= FramesEnd(first))
+    return ContractError("ReadPages of pages " + std::to_string(first) + "+" + std::to_string(count) + "x" +
+                         std::to_string(stride));
   Event e;
   e.kind = EventKind::kRead;
   e.page = first;
   e.count = count;
+  e.stride = stride;
   e.slow = completing_read_;
   e.mark = mark;
   network_->Post(self_, home, std::move(e));
@@ -190,12 +193,14 @@ void SimHost::NicLockTail(NodeId home, LockId l, NodeId guess) {
   network_->Post(self_, home, std::move(e));
 }
 
-void SimHost::ServeRead(PageId first, uint32_t count, uint64_t mark, Event* done) {
+void SimHost::ServeRead(PageId first, uint32_t count, uint32_t stride, uint64_t mark, Event* done) {
   for (uint32_t i = 0; i < count; ++i)
-    if (mark & (uint64_t{1} << i)) SharedMark(first + i) = 1;
+    if (mark & (uint64_t{1} << i)) SharedMark(first + i * stride) = 1;
   done->kind = EventKind::kReadDone;
   done->page = first;
-  for (PageId p = first; p < first + count; ++p) {
+  done->stride = stride;
+  for (uint32_t i = 0; i < count; ++i) {
+    const PageId p = first + i * stride;
     done->times.emplace_back(std::vector<IntervalId>(Versions(p).begin(), Versions(p).end()));
     const std::span<uint8_t> frame = Frame(p);
     done->bytes.insert(done->bytes.end(), frame.begin(), frame.end());

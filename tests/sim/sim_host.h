@@ -60,7 +60,8 @@ class SimHost final : public Host {
   uint64_t& HomeWord(PageId p) override;
   void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
   // Never into the frames: they are separate allocations here.
-  void ReadPages(NodeId home, PageId first, uint32_t count, uint64_t mark, bool into_frames) override;
+  void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
+                 bool into_frames) override;
   PageId FramesEnd(PageId p) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,
                  std::span<const uint8_t> runs) override;
@@ -74,7 +75,7 @@ class SimHost final : public Host {
   // READ of the versions of pages [first, first + count), then their
   // frames, into *done (a kReadDone event); the marks (bit i: page first +
   // i) are set first.
-  void ServeRead(PageId first, uint32_t count, uint64_t mark, Event* done);
+  void ServeRead(PageId first, uint32_t count, uint32_t stride, uint64_t mark, Event* done);
   // WRITE of a direct diff from `writer`; false (and a contract error) if
   // the runs do not fit the page.
   bool ServeWriteDiff(NodeId writer, const Event& e);

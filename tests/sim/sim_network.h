@@ -55,8 +55,9 @@ struct Event {
   VectorTime time;
   WriteNotice notice;
   bool slow = false;
-  uint32_t count = 1;  // kRead: pages from `page` on
-  uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark(page + i) first
+  uint32_t count = 1;  // kRead: pages from `page` on,
+  uint32_t stride = 1;  // kRead, kReadDone: this far apart
+  uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark of page i first
   std::vector<VectorTime> times;  // kReadDone: each page's version
   NodeId node = 0;    // kLockSwapped
   uint64_t word = 0;  // kHomeClaimed

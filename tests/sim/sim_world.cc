@@ -460,13 +460,13 @@ void World::DeliverOneSided(Pair p, Event& e) {
   switch (e.kind) {
     case EventKind::kRead: {
       Event done;
-      target.ServeRead(e.page, e.count, e.mark, &done);
+      target.ServeRead(e.page, e.count, e.stride, e.mark, &done);
       network_.Post(p.to, p.from, std::move(done));
       break;
     }
     case EventKind::kReadDone:
       target.set_completing_read(true);
-      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.times, e.bytes);
+      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.stride, e.times, e.bytes);
       target.set_completing_read(false);
       break;
     case EventKind::kWriteDiff:
