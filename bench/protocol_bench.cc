@@ -17,6 +17,7 @@
 #include "protocol/diff.h"
 #include "protocol/vector_time.h"
 #include "protocol/interval_log.h"
+#include "protocol/wire.h"
 
 #ifndef SVM_BUILD_TYPE
 #define SVM_BUILD_TYPE "unknown"
@@ -184,6 +185,30 @@ void BM_WriteNoticeLookup(benchmark::State& state) {
   state.counters["notices"] = static_cast<double>(out.size());
 }
 
+// A received page reply of `pages` pages (4 nodes) taken apart: decoded
+// into a reused message (its data copied out of the bytes), or as a view
+// (Node::Receive: the pages stay in the bytes until installed).
+void BM_PageReplyDecode(benchmark::State& state, bool view) {
+  constexpr uint32_t kNodes = 4;
+  const auto pages = size_t(state.range(0));
+  PageReply reply;
+  reply.page = 8;
+  reply.versions.assign(pages, VectorTime(kNodes));
+  reply.data.assign(pages * kPage, 0x5a);
+  const std::vector<uint8_t> bytes = wire::Encode(reply, 1);
+  Message msg;
+  PageReply head;
+  std::span<const uint8_t> data;
+  for (auto _ : state) {
+    const Status st = view ? wire::DecodePageReplyView(bytes, 1, kNodes, &head, &data)
+                           : wire::DecodeReusing(bytes, 1, kNodes, &msg);
+    if (!st.ok()) state.SkipWithError(st.ToString().c_str());
+    benchmark::DoNotOptimize(msg);
+    benchmark::DoNotOptimize(data);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * pages * kPage));
+}
+
 void Register() {
   benchmark::RegisterBenchmark("memcpy/4096", BM_Memcpy);
   benchmark::RegisterBenchmark("twin_copy/4096", BM_TwinCopy);
@@ -203,6 +228,8 @@ void Register() {
   }
   benchmark::RegisterBenchmark("vector_merge", BM_VectorMerge)->Arg(64);
   benchmark::RegisterBenchmark("write_notice_lookup/64", BM_WriteNoticeLookup);
+  for (const auto& [name, view] : {std::pair{"page_reply_decode/copy", false}, {"page_reply_decode/view", true}})
+    benchmark::RegisterBenchmark(name, BM_PageReplyDecode, view)->Arg(1)->Arg(64);
 }
 
 // Build and machine facts, in the report's context (console and JSON), and a

@@ -80,6 +80,15 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
       if (outer) receiving = false;
     }
   } done{receiving_, outer};
+  if (slot && h.type == MessageType::kPageReply) {
+    // Its pages go from the bytes received to their frames: one copy.
+    if (!std::holds_alternative<PageReply>(msg)) msg.emplace<PageReply>();
+    PageReply& m = std::get<PageReply>(msg);
+    std::span<const uint8_t> data;
+    if (Status st = wire::DecodePageReplyView(bytes, config_.epoch, nodes(), &m, &data); !st.ok()) return st;
+    stats_.handler[static_cast<size_t>(HandlerKindOf(h.type))]++;
+    return OnPageReply(from, m, data);
+  }
   Status st = wire::DecodeReusing(bytes, config_.epoch, nodes(), &msg);
   if (!st.ok()) return st;
   if (!IsProtocolMessage(TypeOf(msg)))
@@ -89,7 +98,7 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
       [&](auto& m) -> Status {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, FetchRequest>) return OnFetchRequest(from, m);
-        else if constexpr (std::is_same_v<T, PageReply>) return OnPageReply(from, m);
+        else if constexpr (std::is_same_v<T, PageReply>) return OnPageReply(from, m, m.data);
         else if constexpr (std::is_same_v<T, DiffMessage>) return OnDiff(from, m);
         else if constexpr (std::is_same_v<T, LockRequest>) return OnLockRequest(from, m);
         else if constexpr (std::is_same_v<T, LockGrant>) return OnLockGrant(from, m);

@@ -297,7 +297,8 @@ class Node {
   bool ServesAhead(PageId q);
   void ServeFetches(PageId p, Page& pg);
   Status OnFetchRequest(NodeId from, FetchRequest& m);
-  Status OnPageReply(NodeId from, PageReply& m);
+  // data: m's, or where they lie in the bytes received.
+  Status OnPageReply(NodeId from, const PageReply& m, std::span<const uint8_t> data);
   // data: the pages one after another, or empty where they landed in their
   // frames (a remote read's).
   Status InstallRun(NodeId from, PageId first, uint32_t stride, std::span<const VectorTime> versions,

@@ -647,9 +647,9 @@ Status Node::OnDiff(NodeId from, DiffMessage& m) {
   return Status::Ok();
 }
 
-Status Node::OnPageReply(NodeId from, PageReply& m) {
-  if (m.data.empty()) return Status::Malformed("page reply without data");
-  return InstallRun(from, m.page, m.stride, m.versions, m.data);
+Status Node::OnPageReply(NodeId from, const PageReply& m, std::span<const uint8_t> data) {
+  if (data.empty()) return Status::Malformed("page reply without data");
+  return InstallRun(from, m.page, m.stride, m.versions, data);
 }
 
 Status Node::OnPageRead(NodeId home, PageId first, uint32_t stride, std::span<const VectorTime> versions,

@@ -198,9 +198,13 @@ class BodyReader {
   // u32 length, then that many bytes.
   void Bytes(std::vector<uint8_t>* v, const char* field) {
     std::span<const uint8_t> b;
-    if (!ok()) return;
-    if (!r_.GetLengthPrefixed(&b)) return Fail(field, "truncated");
-    v->assign(b.begin(), b.end());
+    BytesView(&b, field);
+    if (ok()) v->assign(b.begin(), b.end());
+  }
+
+  // As Bytes, without the copy: *v points into the body.
+  void BytesView(std::span<const uint8_t>* v, const char* field) {
+    if (ok() && !r_.GetLengthPrefixed(v)) Fail(field, "truncated");
   }
 
   // u32 count, then count u64 values.
@@ -261,10 +265,15 @@ void ReadBody(BodyReader& r, FetchRequest* m) {
   r.Count(&m->stride, kMaxPageStride, "stride");
 }
 
-void ReadBody(BodyReader& r, PageReply* m) {
+// A PageReply up to its data.
+void ReadPageReplyHead(BodyReader& r, PageReply* m) {
   r.U64(&m->page, "page");
   r.Count(&m->stride, kMaxPageStride, "stride");
   r.Vectors(&m->versions, kMaxPageRun, "versions");
+}
+
+void ReadBody(BodyReader& r, PageReply* m) {
+  ReadPageReplyHead(r, m);
   r.Bytes(&m->data, "data");
 }
 
@@ -431,20 +440,26 @@ Status DecodeHeader(std::span<const uint8_t> bytes, Header* out) {
 }
 
 namespace {
-Status DecodeMessage(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out,
-                     bool reuse) {
+// The header of a whole message of this job (epoch, nodes), checked.
+Status CheckMessage(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Header* h) {
   if (nodes > kMaxNodes) return Status::InvalidArgument("wire: more nodes than kMaxNodes");
-  Header h;
-  Status s = DecodeHeader(bytes, &h);
+  Status s = DecodeHeader(bytes, h);
   if (!s.ok()) return s;
-  if (h.length != bytes.size() - kHeaderBytes) {
-    return Status::Malformed("wire: body length " + std::to_string(h.length) + " but " +
+  if (h->length != bytes.size() - kHeaderBytes) {
+    return Status::Malformed("wire: body length " + std::to_string(h->length) + " but " +
                              std::to_string(bytes.size() - kHeaderBytes) + " bytes follow");
   }
-  if (h.epoch != epoch) {
-    return Status::Malformed("wire: epoch " + std::to_string(h.epoch) + ", expected " +
+  if (h->epoch != epoch) {
+    return Status::Malformed("wire: epoch " + std::to_string(h->epoch) + ", expected " +
                              std::to_string(epoch));
   }
+  return Status::Ok();
+}
+
+Status DecodeMessage(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out,
+                     bool reuse) {
+  Header h;
+  if (Status s = CheckMessage(bytes, epoch, nodes, &h); !s.ok()) return s;
   BodyReader r(bytes.subspan(kHeaderBytes), h.type, nodes);
   switch (h.type) {
     case MessageType::kFetchRequest: return DecodeAs<FetchRequest>(r, out, reuse);
@@ -474,6 +489,17 @@ Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Me
 
 Status DecodeReusing(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out) {
   return DecodeMessage(bytes, epoch, nodes, out, true);
+}
+
+Status DecodePageReplyView(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, PageReply* head,
+                           std::span<const uint8_t>* data) {
+  Header h;
+  if (Status s = CheckMessage(bytes, epoch, nodes, &h); !s.ok()) return s;
+  if (h.type != MessageType::kPageReply) return Status::InvalidArgument("wire: not a page reply");
+  BodyReader r(bytes.subspan(kHeaderBytes), h.type, nodes);
+  ReadPageReplyHead(r, head);
+  r.BytesView(data, "data");
+  return r.Finish();
 }
 
 }  // namespace svm::wire

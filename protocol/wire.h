@@ -61,4 +61,10 @@ Status Decode(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Me
 // On failure *out may hold a partly decoded body.
 Status DecodeReusing(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, Message* out);
 
+// As DecodeReusing for a page reply, but its data are not copied: *data
+// points into bytes, and head->data is left as it was (a receiver installs
+// the pages from the bytes received). Anything else is an InvalidArgument.
+Status DecodePageReplyView(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t nodes, PageReply* head,
+                           std::span<const uint8_t>* data);
+
 }  // namespace svm::wire

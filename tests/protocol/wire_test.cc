@@ -245,6 +245,34 @@ TEST(Wire, PageReplyFromFramesEncodesAsThePageReply) {
   }
 }
 
+// A page reply decoded without copying its data: the same head as Decode's,
+// the data a view of the bytes; the head's own data untouched. Anything
+// else, or a page reply cut short, is refused.
+TEST(Wire, PageReplyViewDecodesAsDecodeWithoutCopying) {
+  for (const Message& m : Samples()) {
+    SCOPED_TRACE(Name(m));
+    const Bytes b = Encode(m, kEpoch);
+    PageReply head;
+    head.data = {9, 9};
+    std::span<const uint8_t> data;
+    const Status st = DecodePageReplyView(b, kEpoch, kNodes, &head, &data);
+    const auto* reply = std::get_if<PageReply>(&m);
+    if (reply == nullptr) {
+      EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(head.page, reply->page);
+    EXPECT_EQ(head.stride, reply->stride);
+    EXPECT_EQ(head.versions, reply->versions);
+    EXPECT_EQ(Bytes(data.begin(), data.end()), reply->data);
+    EXPECT_TRUE(data.empty() || (data.data() >= b.data() && data.data() + data.size() <= b.data() + b.size()));
+    EXPECT_EQ(head.data, (Bytes{9, 9}));
+    for (size_t n = 0; n < b.size(); ++n)
+      EXPECT_FALSE(DecodePageReplyView(std::span(b.data(), n), kEpoch, kNodes, &head, &data).ok()) << n;
+  }
+}
+
 TEST(Wire, EveryTruncationRejected) {
   for (const Message& m : Samples()) {
     SCOPED_TRACE(Name(m));
