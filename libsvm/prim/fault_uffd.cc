@@ -267,19 +267,22 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
       } else if (err == EFAULT && !filled) {
         // No frame in the memfd here (never written): zero-fill the rest of
         // the range (fallocate keeps frames that exist) and go on. A fill
-        // that starts where the last one ended (first touches in a row, as
+        // that starts where an earlier one ended (first touches in a row, as
         // a sweep over fresh memory makes them) fills ahead, twice as far
         // each time up to kMaxFillAhead pages: the next first touches map at
         // the first try (1 syscall a page, not 3), and a sweep that stops
-        // leaves at most kMaxFillAhead zero frames unused.
+        // leaves at most kMaxFillAhead zero frames unused. kFillSweeps
+        // sweeps are followed at once (fft initialises three arrays in one
+        // loop: with one, no fill went ahead).
         filled = true;
         const uintptr_t app = uintptr_t(region_->app());
-        const size_t ahead = pos == fill_end_.load(std::memory_order_relaxed)
-                                 ? std::clamp<size_t>(2 * fill_ahead_.load(std::memory_order_relaxed), 1, kMaxFillAhead)
+        FillSweep& sweep = SweepEndingAt(pos);
+        const size_t ahead = sweep.end.load(std::memory_order_relaxed) == pos
+                                 ? std::clamp<size_t>(2 * sweep.ahead.load(std::memory_order_relaxed), 1, kMaxFillAhead)
                                  : 0;
         const uintptr_t fill_hi = std::min<uintptr_t>(app + region_->size(), hi + ahead * page);
-        fill_ahead_.store(ahead, std::memory_order_relaxed);
-        fill_end_.store(fill_hi, std::memory_order_relaxed);
+        sweep.ahead.store(ahead, std::memory_order_relaxed);
+        sweep.end.store(fill_hi, std::memory_order_relaxed);
         if (fallocate(region_->fd(), 0, off_t(pos - app), off_t(fill_hi - pos))) return errno;
       } else {
         return err;
@@ -334,12 +337,26 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
     }
   }
 
+  // Continue's zero-fills, per sweep: where its last fill ended and how far
+  // past its range it filled (a hint: racing fills only fill more or less
+  // ahead).
+  struct FillSweep {
+    std::atomic<uintptr_t> end{0};
+    std::atomic<size_t> ahead{0};
+  };
+  // The sweep whose last fill ended at pos, or else the one to start anew
+  // there (in turn).
+  FillSweep& SweepEndingAt(uintptr_t pos) {
+    for (FillSweep& s : fill_sweeps_)
+      if (s.end.load(std::memory_order_relaxed) == pos) return s;
+    return fill_sweeps_[fill_next_.fetch_add(1, std::memory_order_relaxed) % kFillSweeps];
+  }
+
   const bool sigbus_;
-  // Continue's zero-fills: where the last one ended and how far past its
-  // range it filled (a hint: racing fills only fill more or less ahead).
   static constexpr size_t kMaxFillAhead = 64;
-  std::atomic<uintptr_t> fill_end_{0};
-  std::atomic<size_t> fill_ahead_{0};
+  static constexpr size_t kFillSweeps = 4;
+  FillSweep fill_sweeps_[kFillSweeps];
+  std::atomic<uint32_t> fill_next_{0};
   int uffd_ = -1;
   int pagemap_ = -1;  // async writes: /proc/self/pagemap, for PAGEMAP_SCAN
   int slot_ = -1;

@@ -203,6 +203,29 @@ void FirstTouchesInARowStayInTheRegion(Env& e) {
   EXPECT_EQ(Read(e.app(3)), 0);
 }
 
+void InterleavedFirstTouchSweepsEachFillAhead(Env& e) {
+  // Three sweeps over fresh memory in one loop (fft's initialisation): from
+  // each one's second first touch on, a touch fills the page after it too
+  // (uffd); mprotect's frames are made by the accesses themselves.
+  e.handler.fill = false;
+  const size_t page = e.region->page_size();
+  const PageId starts[] = {10, 25, 40};
+  auto frames = [&] {
+    struct stat st;
+    EXPECT_EQ(fstat(e.region->fd(), &st), 0);
+    return size_t(st.st_blocks) * 512 / page;
+  };
+  for (PageId s : starts) Write(e.app(s), 1);
+  EXPECT_EQ(frames(), 3u);
+  for (PageId s : starts) Write(e.app(s + 1), 1);
+  EXPECT_EQ(frames(), e.backend == Backend::kMprotect ? 6u : 9u);
+  for (PageId i = 2; i < 8; ++i)
+    for (PageId s : starts) Write(e.app(s + i), uint8_t(s + i));
+  for (PageId i = 0; i < 8; ++i)
+    for (PageId s : starts) EXPECT_EQ(e.proto(s + i)[0], i == 0 || i == 1 ? 1 : uint8_t(s + i)) << s + i;
+  EXPECT_EQ(e.handler.calls, 24);
+}
+
 void DroppedPageRefaults(Env& e) {
   // The frame exists (written through the protocol view): a MINOR fault.
   std::memset(e.proto(4), 3, e.region->page_size());
@@ -563,6 +586,7 @@ const Case kCases[] = {
     {"DowngradeToNone", kAny, kExactAccess, DowngradeToNone},
     {"NeverWrittenPageIsZero", kAny, 0, NeverWrittenPageIsZero},
     {"FirstTouchesInARowStayInTheRegion", kAny, 0, FirstTouchesInARowStayInTheRegion},
+    {"InterleavedFirstTouchSweepsEachFillAhead", kAny, 0, InterleavedFirstTouchSweepsEachFillAhead},
     {"DroppedPageRefaults", kAny, 0, DroppedPageRefaults},
     {"ProtectRanges", kAny, kExactAccess, ProtectRanges},
     {"ProtectWithStaleHints", kAny, kExactAccess, ProtectWithStaleHints},
