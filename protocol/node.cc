@@ -69,7 +69,8 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
   // already.
   Message nested;
   wire::Header h;
-  const bool slot = !receiving_ && wire::DecodeHeader(bytes, &h).ok();
+  const bool header = wire::DecodeHeader(bytes, &h).ok();
+  const bool slot = !receiving_ && header;
   Message& msg = slot ? rx_[size_t(h.type) - 1] : nested;
   const bool outer = !receiving_;
   receiving_ = true;
@@ -80,7 +81,7 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
       if (outer) receiving = false;
     }
   } done{receiving_, outer};
-  if (slot && h.type == MessageType::kPageReply) {
+  if (header && h.type == MessageType::kPageReply) {
     // Its pages go from the bytes received to their frames: one copy.
     if (!std::holds_alternative<PageReply>(msg)) msg.emplace<PageReply>();
     PageReply& m = std::get<PageReply>(msg);

@@ -276,13 +276,13 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
         // loop: with one, no fill went ahead).
         filled = true;
         const uintptr_t app = uintptr_t(region_->app());
-        FillSweep& sweep = SweepEndingAt(pos);
-        const size_t ahead = sweep.end.load(std::memory_order_relaxed) == pos
-                                 ? std::clamp<size_t>(2 * sweep.ahead.load(std::memory_order_relaxed), 1, kMaxFillAhead)
-                                 : 0;
+        FillSweep* sweep = SweepEndingAt(pos);
+        const size_t ahead =
+            sweep ? std::clamp<size_t>(2 * sweep->ahead.load(std::memory_order_relaxed), 1, kMaxFillAhead) : 0;
+        if (!sweep) sweep = &fill_sweeps_[fill_next_.fetch_add(1, std::memory_order_relaxed) % kFillSweeps];
         const uintptr_t fill_hi = std::min<uintptr_t>(app + region_->size(), hi + ahead * page);
-        sweep.ahead.store(ahead, std::memory_order_relaxed);
-        sweep.end.store(fill_hi, std::memory_order_relaxed);
+        sweep->ahead.store(ahead, std::memory_order_relaxed);
+        sweep->end.store(fill_hi, std::memory_order_relaxed);
         if (fallocate(region_->fd(), 0, off_t(pos - app), off_t(fill_hi - pos))) return errno;
       } else {
         return err;
@@ -344,12 +344,12 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
     std::atomic<uintptr_t> end{0};
     std::atomic<size_t> ahead{0};
   };
-  // The sweep whose last fill ended at pos, or else the one to start anew
-  // there (in turn).
-  FillSweep& SweepEndingAt(uintptr_t pos) {
+  // The sweep whose last fill ended at pos (nullptr: none; a new one
+  // starts there, in the slots in turn).
+  FillSweep* SweepEndingAt(uintptr_t pos) {
     for (FillSweep& s : fill_sweeps_)
-      if (s.end.load(std::memory_order_relaxed) == pos) return s;
-    return fill_sweeps_[fill_next_.fetch_add(1, std::memory_order_relaxed) % kFillSweeps];
+      if (s.end.load(std::memory_order_relaxed) == pos) return &s;
+    return nullptr;
   }
 
   const bool sigbus_;
