@@ -59,6 +59,10 @@
 //    between different senders) waits, and Poll() finishes it.
 //  * rf: pages are fetched by a remote READ of version and frame; a copy too
 //    old for pg.need is read again. No handler runs at the home.
+//  * First touch by message (base, dw; rf and up without claim_by_cas): a
+//    claim that follows on from the span a claimant's last claim of a sweep
+//    was answered with is granted the unclaimed pages after it as well
+//    (ClaimAhead): they become its home pages as if touched there first.
 //  * rf and up, first touch: a page's directory entry is a word at its
 //    manager (Host::HomeWord) that a claimant sets by a CAS from 0 to
 //    itself (Host::ClaimHome): the first CAS wins, a later one finds the
@@ -320,6 +324,10 @@ class Node {
   // end of the manager's block and max_run.
   uint32_t ClaimSpan(PageId p) const;
   // Pages after p recorded with p's home: their homes are known here too.
+  struct ClaimSweep;
+  // Grants the claimant of p (won: its claim made it p's home) the pages
+  // after p along its sweep; returns the sweep, for the reply's span.
+  ClaimSweep& ClaimAhead(NodeId claimant, PageId p, bool won);
   void LearnFollowingHomes(PageId p, NodeId home, uint32_t same);
 
   // Locks (node_lock.cc).
@@ -402,6 +410,18 @@ class Node {
     uint32_t run = 1;
   };
   std::vector<WriteSweep> write_sweeps_;
+  // Manager under first touch, per claimant node: its last few sweeps (a
+  // program often initialises several arrays in step), each the page after
+  // the span a claim of it was answered with and how many pages its next
+  // claim is granted ahead (ClaimAhead); the least recent one makes way.
+  struct ClaimSweep {
+    PageId next = kNoPage;
+    uint32_t ahead = 0;
+    uint64_t used = 0;
+  };
+  static constexpr size_t kClaimSweeps = 4;
+  std::vector<std::array<ClaimSweep, kClaimSweeps>> claim_sweeps_;
+  uint64_t claim_clock_ = 0;
   // scan_writes: one bit per page armed for FindWritten (UpdateArmed), in
   // chunks of 256K pages allocated when first used, each with one bit per
   // word that is not zero; armed_chunks_ lists the chunks there are, in

@@ -512,6 +512,31 @@ uint32_t Node::ClaimSpan(PageId p) const {
   return uint32_t(std::min<PageId>(homes_.ManagerBlockEnd(p), p + config_.max_run) - p);
 }
 
+// First touch along a sweep: a node whose claim follows on from the span its
+// last one was answered with walks through fresh memory (initialising its
+// part of an array), and is granted the unclaimed pages after it too, 1, 2,
+// 4, ... up to a page run within the manager's block: a claim a run, not a
+// page (the reply's `same` tells it). A page claimed by another node first
+// ends the grant. A granted page is the claimant's as if it had touched it
+// first: a node that touches it sooner fetches the fresh page from there
+// (CheckHomedHere), so only where homes fall changes, never what is read.
+Node::ClaimSweep& Node::ClaimAhead(NodeId claimant, PageId p, bool won) {
+  auto& sweeps = claim_sweeps_[claimant];
+  ClaimSweep* s = std::find_if(sweeps.begin(), sweeps.end(), [&](const ClaimSweep& c) { return c.next == p; });
+  if (s == sweeps.end()) {
+    s = std::min_element(sweeps.begin(), sweeps.end(),
+                         [](const ClaimSweep& a, const ClaimSweep& b) { return a.used < b.used; });
+    *s = {p, 0, 0};
+  } else {
+    s->ahead = std::min(std::max(2 * s->ahead, 1u), config_.max_run);
+  }
+  s->used = ++claim_clock_;
+  if (!won) return *s;
+  const PageId end = std::min<PageId>(p + ClaimSpan(p), p + 1 + s->ahead);
+  for (PageId q = p + 1; q < end && directory_.Lookup(q) == kNoNode; ++q) directory_.Claim(q, claimant);
+  return *s;
+}
+
 void Node::LearnFollowingHomes(PageId p, NodeId home, uint32_t same) {
   for (PageId q = p + 1; q <= p + same; ++q) {
     Page& next = PageEntry(q);
@@ -747,10 +772,12 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
   if (ClaimsAtNic()) return Status::InvalidArgument("home claim message in a mode that claims by CAS");
   const NodeId home = directory_.Claim(m.page, from);
+  ClaimSweep& sweep = ClaimAhead(from, m.page, home == from);
   // The claimed pages after it with the same home, for the claimant's runs.
   uint32_t same = 0;
   const PageId end = m.page + ClaimSpan(m.page);
   for (PageId q = m.page + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
+  sweep.next = m.page + same + 1;
   Send(from, HomeReply{m.page, home, same});
   if (home == config_.self && !ReadsRemotely(config_.mode)) {
     // The claimant faulted on a page homed here and would fetch it next:

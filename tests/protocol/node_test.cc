@@ -696,6 +696,43 @@ TEST(NodeTest, FirstTouchSweepDoesNotClaimAhead) {
   EXPECT_EQ(c.Read(0, 0, 3, 0), 9);
 }
 
+// First touch along a sweep: a node whose claims follow on from its last
+// reply is granted the unclaimed pages after the claimed one, 1, 2, 4, ...
+// within the manager's block; a granted page another node reads before the
+// claimant touches it is fetched from the claimant, fresh.
+TEST(NodeTest, FirstTouchSweepIsGrantedPagesAhead) {
+  Cluster c(2, 1, HomePolicy::kFirstTouch, 8);  // node 1 manages 8..15
+  for (PageId p = 8; p < 13; ++p) c.Write(0, 0, p, 0, uint8_t(p));
+  // Claims 8, 9 (granted 10), 11 (granted 12 and 13): three, not five.
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 3u);
+  c.BarrierAll(1, 1);
+  for (PageId p = 8; p < 13; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), p) << p;
+  EXPECT_EQ(c.Read(1, 0, 13, 0), 0);  // granted to node 0, never touched there
+  c.Write(0, 0, 13, 0, 13);           // node 0 is its home: no claim
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 3u);
+  c.Write(0, 0, 14, 0, 14);  // 14 follows the granted 13: a claim, granted 15
+  c.Write(0, 0, 15, 0, 15);
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 4u);
+  c.BarrierAll(2, 1);
+  for (PageId p = 13; p < 16; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), p) << p;
+}
+
+// A grant ends at a page another node touched first, and a claim out of
+// sequence is granted nothing.
+TEST(NodeTest, FirstTouchGrantStopsAtAnotherNodesPage) {
+  Cluster c(2, 1, HomePolicy::kFirstTouch, 8);  // node 1 manages 8..15
+  c.Write(1, 0, 11, 0, 111);  // node 1 claims 11 in its own directory
+  for (PageId p = 8; p < 11; ++p) c.Write(0, 0, p, 0, uint8_t(p));  // claims 8, 9 (granted 10)
+  c.Write(0, 0, 11, 0, 11);  // 11 is node 1's: a claim, answered so
+  c.Write(0, 0, 14, 0, 14);  // out of sequence: a claim, nothing granted
+  c.Write(0, 0, 15, 0, 15);
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 5u);
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.node(0).stats().diffs, 1u);  // page 11 only: homed at node 1
+  EXPECT_EQ(c.Read(1, 0, 11, 0), 11);
+  for (PageId p : {8, 9, 10, 14, 15}) EXPECT_EQ(c.Read(1, 0, p, 0), p) << p;
+}
+
 // Releases and acquires change protections a run of pages at a time.
 TEST(NodeTest, ProtectionChangesGoInRuns) {
   Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7

@@ -568,6 +568,30 @@ void GcWhileANodeHasNoThread(CaseConfig* c, Scenario* s) {
   s->lock = B;
 }
 
+// First touch along a sweep: node 0 writes pages 0..15 in order; node 1
+// manages 8..15 (blocks of max_run pages) and grants node 0's claims there
+// pages ahead. Variant 1 claims by message in every mode (tcp); variant 2
+// has node 1 write bytes of its own on pages 15 down to 8 meanwhile, racing
+// node 0 for their first touches. Whoever becomes a page's home, every
+// write must reach everyone.
+void FirstTouchSweep(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 2;
+  const uint64_t P = 16;
+  Shape(c, N, 1, P);
+  c->home_policy = HomePolicy::kFirstTouch;
+  c->max_run = 8;
+  c->claim_by_cas = c->variant != 1;
+  ProgramBuilder b(N, 1, P);
+  std::vector<uint32_t> sweep, other;
+  for (uint64_t p = 0; p < P; ++p) sweep.push_back(b.AddVar(p * kPage + 8, 8));
+  for (uint64_t p = P / 2; p < P; ++p) other.push_back(b.AddVar(p * kPage + 64, 8));
+  for (uint32_t v : sweep) b.Write(0, v);
+  if (c->variant == 2)
+    for (auto v = other.rbegin(); v != other.rend(); ++v) b.Write(1, *v);
+  b.FinalCheck(1);
+  s->program = b.Take();
+}
+
 using Builder = void (*)(CaseConfig*, Scenario*);
 
 const std::map<std::string, Builder>& Builders() {
@@ -588,6 +612,7 @@ const std::map<std::string, Builder>& Builders() {
       {"barrier-last-arrival", BarrierLastArrivalNotice},
       {"first-fetch-while-home-writes", FirstFetchWhileHomeWrites},
       {"gc-while-a-node-has-no-thread", GcWhileANodeHasNoThread},
+      {"first-touch-sweep", FirstTouchSweep},
   };
   return builders;
 }
