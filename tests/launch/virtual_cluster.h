@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -243,12 +244,21 @@ class SlurmCluster {
   std::string log(const std::string& name) const { return ShOut("cat " + dir_ + "/" + name); }
 
  private:
+  // Two ports in a row (ctld, slurmd) that no socket uses now, in any state,
+  // and below the kernel's ephemeral range: a port taken from inside it can
+  // be the local end of another test's connection by the time slurmctld
+  // binds ("Address already in use", seen once under ctest -j2).
   static int FreePort() {
-    // Two ports in a row that nothing listens on now (ctld, slurmd).
+    int ephemeral_low = 32768, high = 0;
+    if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+      if (std::fscanf(f, "%d %d", &ephemeral_low, &high) != 2) ephemeral_low = 32768;
+      std::fclose(f);
+    }
+    const int first = 10000, span = std::max(ephemeral_low - first - 2, 1000);
     for (int tries = 0; tries < 50; ++tries) {
-      const int p = 20000 + int((getpid() * 7 + tries * 131) % 30000);
-      if (Sh("ss -ltnH 'sport = :" + std::to_string(p) + "' | grep -q .") != 0 &&
-          Sh("ss -ltnH 'sport = :" + std::to_string(p + 1) + "' | grep -q .") != 0)
+      const int p = first + int((getpid() * 7 + tries * 131) % span);
+      if (Sh("ss -tanH '( sport = :" + std::to_string(p) + " or sport = :" + std::to_string(p + 1) +
+             " )' | grep -q .") != 0)
         return p;
     }
     return 26817;
