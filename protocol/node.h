@@ -323,11 +323,11 @@ class Node {
   // The pages after p (p included) whose homes one claim learns: up to the
   // end of the manager's block and max_run.
   uint32_t ClaimSpan(PageId p) const;
-  // Pages after p recorded with p's home: their homes are known here too.
   struct ClaimSweep;
   // Grants the claimant of p (won: its claim made it p's home) the pages
   // after p along its sweep; returns the sweep, for the reply's span.
   ClaimSweep& ClaimAhead(NodeId claimant, PageId p, bool won);
+  // Pages after p recorded with p's home: their homes are known here too.
   void LearnFollowingHomes(PageId p, NodeId home, uint32_t same);
 
   // Locks (node_lock.cc).
