@@ -13,6 +13,8 @@
 // Pages are re-armed in batches (one Protect over all pages, not timed).
 // Prints the build type, assert status, kernel and CPU count first.
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "libsvm/prim/fault.h"
 
@@ -133,6 +136,41 @@ void BM_Protect(benchmark::State& state, Backend b) {
   }
 }
 
+// Installing runs of pages fetched from elsewhere whose frames do not exist
+// yet (a cold remote fault's last step): written through the protocol view
+// (zero-filled first, by a page fault or MADV_POPULATE_WRITE for a run) and
+// Protect()ed read, or FaultTrap::Fill (uffd: UFFDIO_COPY). Frames are
+// punched out between batches.
+void BM_Install(benchmark::State& state, Backend b, bool fill) {
+  Setup s;
+  if (!s.Open(state, b, false)) return;
+  const size_t run = size_t(state.range(0)), page = s.region->page_size();
+  std::vector<char> src(run * page, 3);
+  size_t i = kPages;
+  for (auto _ : state) {
+    if (i + run > kPages) {
+      state.PauseTiming();
+      if (s.trap->Protect(0, kPages, Prot::kNone) != 0 ||
+          fallocate(s.region->fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, off_t(s.region->size())) != 0)
+        abort();
+      state.ResumeTiming();
+      i = 0;
+    }
+    if (fill) {
+      if (s.trap->Fill(i, run, src.data(), Prot::kRead) != run) {
+        state.SkipWithError("Fill installed fewer pages than asked");
+        break;
+      }
+    } else {
+      if (run > 1) (void)madvise(s.region->ProtoPage(i), run * page, 23 /* MADV_POPULATE_WRITE */);
+      std::memcpy(s.region->ProtoPage(i), src.data(), run * page);
+      if (s.trap->Protect(i, run, Prot::kRead) != 0) abort();
+    }
+    i += run;
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
+}
+
 void BM_TwinCopy(benchmark::State& state) {
   const size_t page = size_t(getpagesize());
   std::unique_ptr<char[]> src(new char[page]), dst(new char[page]);
@@ -153,7 +191,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (r.run_type == Run::RT_Iteration && !r.error_occurred && r.iterations > 0) {
         // The fastest repetition: other load on the machine only adds time.
         const double t = r.real_accumulated_time / double(r.iterations) * 1e6;
-        auto [it, fresh] = us.emplace(r.run_name.function_name, t);
+        const std::string& args = r.run_name.args;
+        auto [it, fresh] = us.emplace(r.run_name.function_name + (args.empty() ? "" : "/" + args), t);
         if (!fresh && t < it->second) it->second = t;
       }
     }
@@ -191,6 +230,11 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("BM_WriteFault/" + n).c_str(), BM_WriteFault, b);
     benchmark::RegisterBenchmark(("BM_Protect/" + n).c_str(), BM_Protect, b);
   }
+  for (bool fill : {false, true})
+    benchmark::RegisterBenchmark(fill ? "BM_Install/uffd/fill" : "BM_Install/uffd/write", BM_Install,
+                                 Backend::kUffd, fill)
+        ->Arg(1)
+        ->Arg(16);
   benchmark::RegisterBenchmark("BM_TwinCopy", BM_TwinCopy);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
@@ -215,6 +259,13 @@ int main(int argc, char** argv) {
                 uffd_fault > 0 ? f / uffd_fault : 0.0);
   }
   std::printf("  twin copy (4 KiB memcpy): %.3f us\n", twin);
+  for (int run : {1, 16}) {
+    const double w = get("BM_Install/uffd/write/" + std::to_string(run)) / run,
+                 f = get("BM_Install/uffd/fill/" + std::to_string(run)) / run;
+    if (w > 0 && f > 0)
+      std::printf("  fresh page installed, runs of %2d: written %.2f us, filled %.2f us a page (%.2fx)\n", run, w,
+                  f, f / w);
+  }
   benchmark::Shutdown();
   return 0;
 }

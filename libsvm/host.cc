@@ -314,6 +314,15 @@ void Runtime::Populate(std::span<uint8_t> memory) {
   (void)madvise(memory.data(), memory.size(), MADV_POPULATE_WRITE);  // a hint: errors cost only faults
 }
 
+size_t Runtime::Fill(PageId first, size_t count, std::span<const uint8_t> data, Prot prot) {
+  stats::Scope timing(stats::Category::kProtect);
+  Segment& s = SegmentOf(first);
+  if (!s.trap || count > s.first + s.pages() - first) return 0;
+  return s.trap->Fill(first - s.first, count, data.data(), prot);
+}
+
+bool Runtime::Fills() const { return opts_.fault != prim::Backend::kMprotect; }
+
 void Runtime::FindWritten(PageId first, size_t count, std::vector<PageId>* written) {
   stats::Scope timing(stats::Category::kProtect);
   ForTrappedPages(first, count, [&](Segment& s, PageId from, size_t n) {

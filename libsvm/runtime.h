@@ -180,6 +180,8 @@ class Runtime final : public Host {
   void Protect(PageId first, size_t count, Prot prot) override;
   void FindWritten(PageId first, size_t count, std::vector<PageId>* written) override;
   void Populate(std::span<uint8_t> memory) override;
+  size_t Fill(PageId first, size_t count, std::span<const uint8_t> data, Prot prot) override;
+  bool Fills() const override;
   void Wake(ThreadId t) override;
   uint32_t JobThreads() override;  // threads.cc
 

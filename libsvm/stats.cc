@@ -121,6 +121,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["fetches"] = s.fetches;
   j["fetch_retries"] = s.fetch_retries;
   j["safe_fetches"] = s.safe_fetches;
+  j["pages_filled"] = s.pages_filled;
   j["twins"] = s.twins;
   j["write_scans"] = s.write_scans;
   j["pages_found_written"] = s.pages_found_written;

@@ -43,6 +43,18 @@ class Host {
   // system call, not one per page).
   virtual void Protect(PageId first, size_t count, Prot prot) = 0;
 
+  // Installs pages [first, first + count), which have no frame here yet, from
+  // `data` (count pages): their frames are made holding it and mapped with
+  // `prot` (kRead or kReadWrite) in one step, with no zero-fill and no copy
+  // through Frame() (the runtime: UFFDIO_COPY). Returns how many pages from
+  // first on it installed; it stops before a page that has a frame, which
+  // the Node then writes through Frame() and Protects. Only where Fills().
+  virtual size_t Fill(PageId first, size_t count, std::span<const uint8_t> data, Prot prot) {
+    (void)first, (void)count, (void)data, (void)prot;
+    return 0;
+  }
+  virtual bool Fills() const { return false; }
+
   // NodeConfig::scan_writes only: appends to *written the pages of [first,
   // first + count) written since their protection was last set to
   // Prot::kRead or they were found here, and arms them again in the same

@@ -252,8 +252,9 @@ class Node {
   // scan_writes: p's copy, dropped by a notice, is unmapped now: if it holds
   // local writes (it differs from its twin) it stays as a stale dirty copy.
   void CheckDropped(PageId p, Page& pg);
-  // A twin of p's frame, from spare_twins_ when there is one.
-  void MakeTwin(PageId p, Page& pg);
+  // A twin of p's frame (or of `from`, the bytes it holds), from
+  // spare_twins_ when there is one.
+  void MakeTwin(PageId p, Page& pg, std::span<const uint8_t> from = {});
   void DropTwin(Page& pg);
   // While one lives, SyncProtection only records its changes; the last to
   // go makes them, a run of pages per Host::Protect.
@@ -312,6 +313,17 @@ class Node {
   enum class Ahead : uint8_t { kNo, kMapped, kWatched };
   void InstallPage(PageId p, Page& pg, const VectorTime& version, std::span<const uint8_t> data,
                    Ahead ahead);
+  // InstallRun's pages whose frames do not exist yet (Page::framed unset),
+  // installed from the run's bytes by Host::Fill, a run of pages per call,
+  // as InstallRun ends; a page the host finds framed after all is written
+  // through Frame() and protected as usual.
+  struct PendingFill {
+    PageId page;
+    const uint8_t* data;
+  };
+  bool filling_ = false;  // InstallRun's bytes are in a buffer and the host Fills
+  std::vector<PendingFill> fills_;
+  void FlushFills();
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);

@@ -152,7 +152,7 @@ void Node::CheckDropped(PageId p, Page& pg) {
   stats_.pages_found_written++;
 }
 
-void Node::MakeTwin(PageId p, Page& pg) {
+void Node::MakeTwin(PageId p, Page& pg, std::span<const uint8_t> from) {
   const size_t page_size = config_.geometry.page_size;
   if (pg.twin == nullptr && !spare_twins_.empty()) {
     pg.twin = spare_twins_.back();
@@ -169,7 +169,7 @@ void Node::MakeTwin(PageId p, Page& pg) {
     pg.twin = slab_next_;
     slab_next_ += page_size;
   }
-  std::memcpy(pg.twin, host_->Frame(p).data(), page_size);
+  std::memcpy(pg.twin, from.empty() ? host_->Frame(p).data() : from.data(), page_size);
   stats_.twins++;
 }
 
@@ -565,7 +565,10 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count, uint32_t stride) {
   pg.stride = uint16_t(stride);
   if (ReadsRemotely(config_.mode)) {
     stats_.remote_reads++;
-    host_->ReadPages(pg.home, p, count, stride, mark, pg.state == Page::State::kInvalid);
+    // A page never fetched here has no frame: its bytes wait in a buffer for
+    // Host::Fill, which makes the frame holding them (no zero-fill first).
+    const bool into_frames = pg.state == Page::State::kInvalid && (pg.framed || !host_->Fills());
+    host_->ReadPages(pg.home, p, count, stride, mark, into_frames);
   } else {
     FetchRequest& req = Outgoing<FetchRequest>();
     req.page = p;
@@ -704,6 +707,7 @@ Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<co
   for (const VectorTime& v : versions)
     if (v.size() != nodes()) return Status::Malformed("page reply of the wrong version size");
   ProtectionBatch batch(this);
+  filling_ = !in_frames && host_->Fills();
   const uint32_t run = pg.run;
   for (uint32_t i = 0; i < run; ++i) {
     const PageId p = first + i * stride;
@@ -719,7 +723,34 @@ Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<co
       InstallPage(p, q, VectorTime(), {}, ahead);
     }
   }
+  FlushFills();  // while the bytes are there, before the batch's protections
+  filling_ = false;
   return Status::Ok();
+}
+
+void Node::FlushFills() {
+  const size_t page_size = config_.geometry.page_size;
+  for (size_t i = 0; i < fills_.size();) {
+    // A run of neighbouring pages whose bytes lie side by side, mapped alike.
+    const Prot prot = pages_.At(fills_[i].page).prot;
+    size_t j = i + 1;
+    while (j < fills_.size() && fills_[j].page == fills_[j - 1].page + 1 &&
+           fills_[j].data == fills_[j - 1].data + page_size && pages_.At(fills_[j].page).prot == prot)
+      ++j;
+    for (size_t at = i; at < j;) {
+      const size_t n = host_->Fill(fills_[at].page, j - at, {fills_[at].data, (j - at) * page_size}, prot);
+      stats_.protections++;
+      stats_.pages_filled += n;
+      at += n;
+      if (at < j) {  // it has a frame after all (zero-filled by a first touch here)
+        std::memcpy(host_->Frame(fills_[at].page).data(), fills_[at].data, page_size);
+        batch_.push_back(fills_[at].page);  // FlushProtections maps it
+        ++at;
+      }
+    }
+    i = j;
+  }
+  fills_.clear();
 }
 
 // A copy older than what notices applied since the request demand is fetched
@@ -742,8 +773,9 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   }
   stats_.pages_fetched++;
   const size_t page_size = config_.geometry.page_size;
-  std::span<uint8_t> frame = host_->Frame(p);
+  bool fill = false;
   if (pg.state == Page::State::kWrite && config_.TEST_bug != PlantedBug::kUnsafeFetch) {
+    std::span<uint8_t> frame = host_->Frame(p);
     std::vector<diff::Run> runs;
     diff::FindRuns(data, {pg.twin, page_size}, &runs);
     for (const diff::Run& r : runs) {
@@ -752,15 +784,29 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
     }
     stats_.safe_fetches++;
   } else {
-    if (data.data() != frame.data()) std::memcpy(frame.data(), data.data(), page_size);  // else landed there
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
-    if (config_.scan_writes && pg.state == Page::State::kRead) MakeTwin(p, pg);  // eager twin
+    fill = filling_ && !pg.framed && pg.state == Page::State::kRead;
+    // else it landed there
+    if (!fill && data.data() != host_->Frame(p).data()) std::memcpy(host_->Frame(p).data(), data.data(), page_size);
+    if (config_.scan_writes && pg.state == Page::State::kRead) MakeTwin(p, pg, data);  // eager twin
   }
+  pg.framed = true;
   pg.stale = false;
   if (ahead != Ahead::kNo && !pg.waiters.empty()) {
     stats_.ahead_used++;
   } else if (ahead == Ahead::kWatched) {
     pg.watched = true;
+  }
+  if (fill) {
+    // Mapped as it is filled (FlushFills); an unmapped page (the last one
+    // ahead, watched) cannot be filled.
+    const Prot want = DesiredProtection(p, pg);
+    if (want == Prot::kNone) {
+      std::memcpy(host_->Frame(p).data(), data.data(), page_size);
+    } else {
+      pg.prot = want;
+      fills_.push_back({p, data.data()});
+    }
   }
   SyncProtection(p, pg);
   WakeWaiters(pg);

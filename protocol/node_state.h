@@ -45,6 +45,7 @@ struct Node::Page {
   bool marked = false;     // away from it: the home knows we hold a copy
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
+  bool framed = false;     // a fetched copy was installed here: its frame exists
   uint32_t run = 0;        // pages the fetch out from here asked for,
   uint16_t stride = 1;     // this far apart
   Ahead strided = Ahead::kNo;  // the fetch out is one along a stride

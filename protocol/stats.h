@@ -27,6 +27,7 @@ struct NodeStats {
   uint64_t pages_written_ahead = 0;  // tracked home pages opened for writing ahead of a fault
   uint64_t fetch_retries = 0;   // replies too old for what was needed by then
   uint64_t safe_fetches = 0;    // fetches merged into a dirty page via its twin
+  uint64_t pages_filled = 0;    // fetched pages installed by Host::Fill
   uint64_t twins = 0;
   uint64_t write_scans = 0;     // scan_writes: Host::FindWritten calls
   uint64_t pages_found_written = 0;  // ... pages they (or a dropped copy's twin) showed written

@@ -121,6 +121,8 @@ Status FaultTrap::Open(Backend backend, Region* region, FaultHandler* handler,
 
 int FaultTrap::FindWritten(PageId, size_t, std::vector<PageId>*) { return EOPNOTSUPP; }
 
+size_t FaultTrap::Fill(PageId, size_t, const void*, Prot) { return 0; }
+
 Status FaultTrap::ProtectStatus(PageId first, size_t count, Prot prot) {
   int err = Protect(first, count, prot);
   return err == 0 ? Status::Ok() : Explain(err, first, count, prot);
@@ -144,6 +146,7 @@ FaultStats FaultTrap::stats() const {
   s.protect_calls = stats_.protect_calls.load(std::memory_order_relaxed);
   s.scans = stats_.scans.load(std::memory_order_relaxed);
   s.pages_written = stats_.pages_written.load(std::memory_order_relaxed);
+  s.pages_filled = stats_.pages_filled.load(std::memory_order_relaxed);
   s.region_vmas = stats_.region_vmas.load(std::memory_order_relaxed);
   s.vma_budget = stats_.vma_budget.load(std::memory_order_relaxed);
   return s;

@@ -101,6 +101,7 @@ struct FaultStats {
   uint64_t read_faults = 0;    // ... with Access::kRead
   uint64_t write_faults = 0;   // ... with Access::kWrite
   uint64_t protect_calls = 0;  // Protect calls that reached the kernel
+  uint64_t pages_filled = 0;   // pages Fill installed
   uint64_t scans = 0;          // FindWritten calls that reached the kernel
   uint64_t pages_written = 0;  // ... and the pages they found written
   uint64_t region_vmas = 0;    // kMprotect: VMAs the region uses now; else 1
@@ -158,6 +159,16 @@ class FaultTrap {
   // Protect for the control path: the same, with a Status that explains an
   // error (allocates; not for OnFault).
   Status ProtectStatus(PageId first, size_t count, Prot prot);
+
+  // Installs pages [first, first + count) that have no frame yet: the kernel
+  // copies them from src (count pages) into fresh frames and maps them with
+  // `prot` (read or read-write) in one step, so a fetched page is neither
+  // zero-filled first nor copied in user space (uffd: UFFDIO_COPY). Returns
+  // how many pages from first on it installed; it stops before a page that
+  // has a frame, or at any error, and the caller writes the rest through the
+  // protocol view and Protects them. kMprotect installs none.
+  // Async-signal-safe.
+  virtual size_t Fill(PageId first, size_t count, const void* src, Prot prot);
 
   // Async writes only: appends to *written the pages of [first, first +
   // count) written since they were last set to read or found here, and
@@ -217,7 +228,7 @@ class FaultTrap {
   States state_;
   struct {
     std::atomic<uint64_t> faults{0}, read_faults{0}, write_faults{0}, protect_calls{0};
-    std::atomic<uint64_t> scans{0}, pages_written{0};
+    std::atomic<uint64_t> scans{0}, pages_written{0}, pages_filled{0};
     std::atomic<uint64_t> region_vmas{1}, vma_budget{1};
   } stats_;
 };

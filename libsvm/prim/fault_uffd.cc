@@ -197,6 +197,22 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
     return 0;
   }
 
+  // UFFDIO_COPY allocates each frame and copies into it, with no zero-fill
+  // first (shmem_mfill_atomic_pte); EEXIST ends it at a page with a frame.
+  size_t Fill(PageId first, size_t count, const void* src, Prot prot) override {
+    if (!RangeOk(first, count) || prot == Prot::kNone) return 0;
+    const unsigned shift = region_->page_shift();
+    size_t done = 0;
+    while (done < count) {
+      const size_t n = std::min<size_t>(count - done, 64);
+      const size_t filled = FillSome(first + done, n, static_cast<const char*>(src) + (done << shift), prot);
+      done += filled;
+      if (filled < n) break;
+    }
+    stats_.pages_filled.fetch_add(done, std::memory_order_relaxed);
+    return done;
+  }
+
   // One PAGEMAP_SCAN walk per vec_len ranges found: the written pages (no
   // uffd-wp bit on a present PTE), write-protected by the same walk.
   int FindWritten(PageId first, size_t count, std::vector<PageId>* written) override {
@@ -234,6 +250,42 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
   }
 
  private:
+  // Fill of at most 64 pages.
+  size_t FillSome(PageId first, size_t count, const char* src, Prot prot) {
+    // Recorded before the ioctl wakes a waiting thread (kUffdThread), as in
+    // Protect; given back below to the pages it did not install.
+    uint8_t old[64];
+    for (size_t i = 0; i < count; ++i) {
+      old[i] = state_[first + i].load(std::memory_order_relaxed);
+      state_[first + i].store(uint8_t((old[i] & ~kProtMask) | uint8_t(prot)), std::memory_order_relaxed);
+    }
+    const unsigned shift = region_->page_shift();
+    uffdio_copy c{};
+    c.dst = uintptr_t(region_->AppPage(first));
+    c.src = uintptr_t(src);
+    c.len = uint64_t(count) << shift;
+    c.mode = prot == Prot::kRead ? UFFDIO_COPY_MODE_WP : 0;
+    size_t done = 0;
+    while (done < count) {
+      c.copy = 0;
+      const int r = ioctl(uffd_, UFFDIO_COPY, &c);
+      const size_t copied = c.copy > 0 ? size_t(c.copy) >> shift : 0;
+      done += r == 0 ? count - done : copied;
+      if (r == 0 || errno != EAGAIN) break;  // EAGAIN: part done, or the mm is changing
+      c.dst += uint64_t(copied) << shift;
+      c.src += uint64_t(copied) << shift;
+      c.len -= uint64_t(copied) << shift;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (i < done) {
+        state_[first + i].fetch_or(kMapped, std::memory_order_relaxed);
+      } else {
+        state_[first + i].store(old[i], std::memory_order_relaxed);
+      }
+    }
+    return done;
+  }
+
   int WriteProtect(uintptr_t addr, size_t len, bool wp) {
     uffdio_writeprotect w{};
     w.range = {addr, len};

@@ -57,12 +57,19 @@ class TestHandler : public FaultHandler {
     page_calls[page].fetch_add(1);
     while (lock.exchange(true, std::memory_order_acquire)) {
     }
+    const Prot prot = access == Access::kWrite ? Prot::kReadWrite : Prot::kRead;
+    bool filled = false;
     if (fill && !installed[page].load()) {
-      std::memset(region->ProtoPage(page), Pattern(page), region->page_size());
+      if (by_fill) {  // as the runtime installs a fetched page: FaultTrap::Fill
+        static thread_local char src[4096];
+        std::memset(src, Pattern(page), sizeof src);
+        filled = trap->Fill(page, 1, src, prot) == 1;
+      }
+      if (!filled) std::memset(region->ProtoPage(page), Pattern(page), region->page_size());
       installed[page].store(true);
       installs.fetch_add(1);
     }
-    int err = trap->Protect(page, 1, access == Access::kWrite ? Prot::kReadWrite : Prot::kRead);
+    int err = filled ? 0 : trap->Protect(page, 1, prot);
     lock.store(false, std::memory_order_release);
     if (err != 0) Die("TestHandler: Protect failed\n");
   }
@@ -70,6 +77,7 @@ class TestHandler : public FaultHandler {
   Region* region = nullptr;
   FaultTrap* trap = nullptr;
   bool fill = true;
+  bool by_fill = false;  // install with FaultTrap::Fill where it can
   std::atomic<bool> lock{false};
   std::atomic<int> calls{0}, reads{0}, writes{0}, installs{0};
   std::atomic<int> page_calls[kPages] = {};
@@ -306,6 +314,71 @@ void ManyThreadsOnePage(Env& e) {
   EXPECT_LE(e.handler.calls, kThreads);
   EXPECT_EQ(e.stats().faults, uint64_t(e.handler.calls));
   EXPECT_EQ(e.handler.writes, 0);
+}
+
+// Fill installs pages that have no frame, mapped with the protection asked,
+// without a fault; a backend that cannot (kMprotect) installs none.
+void FillInstallsFreshPages(Env& e) {
+  const size_t page = e.region->page_size();
+  std::vector<char> src(4 * page);
+  for (PageId i = 0; i < 4; ++i) std::memset(src.data() + i * page, Pattern(10 + i), page);
+  const size_t filled = e.trap->Fill(10, 4, src.data(), Prot::kRead);
+  if (e.backend == Backend::kMprotect) {
+    EXPECT_EQ(filled, 0u);
+    EXPECT_EQ(e.trap->prot(10), Prot::kNone);
+    EXPECT_EQ(Read(e.app(10)), Pattern(10));  // the handler installs it
+    EXPECT_EQ(e.handler.calls, 1);
+    return;
+  }
+  ASSERT_EQ(filled, 4u);
+  for (PageId p = 10; p < 14; ++p) {
+    e.handler.installed[p] = true;
+    EXPECT_EQ(e.trap->prot(p), Prot::kRead);
+    EXPECT_EQ(Read(e.app(p)), Pattern(p));
+    EXPECT_EQ(Read(e.app(p) + page - 1), Pattern(p));
+    EXPECT_EQ(uint8_t(e.proto(p)[100]), Pattern(p));  // the frame is the memfd's
+  }
+  EXPECT_EQ(e.handler.calls, 0);
+  EXPECT_EQ(e.stats().pages_filled, 4u);
+  Write(e.app(12) + 5, 99);  // read: a write still traps
+  EXPECT_EQ(e.handler.writes, 1);
+  EXPECT_EQ(uint8_t(e.proto(12)[5]), 99);
+  EXPECT_EQ(e.trap->Fill(20, 1, src.data(), Prot::kReadWrite), 1u);
+  Write(e.app(20) + 7, 98);  // read-write: no fault
+  EXPECT_EQ(e.handler.calls, 1);
+  EXPECT_EQ(uint8_t(e.proto(20)[7]), 98);
+  EXPECT_EQ(e.trap->Fill(30, 1, src.data(), Prot::kNone), 0u);  // not a protection it maps
+  EXPECT_EQ(e.trap->Fill(kPages - 1, 2, src.data(), Prot::kRead), 0u);  // beyond the region
+}
+
+// Fill stops before a page whose frame exists, leaving it and the pages
+// after it as they were.
+void FillStopsAtAFrame(Env& e) {
+  const size_t page = e.region->page_size();
+  std::vector<char> src(4 * page, 5);
+  std::memset(e.proto(22), 6, page);  // page 22 has a frame, never mapped
+  e.handler.installed[22] = true;
+  EXPECT_EQ(e.trap->Fill(20, 4, src.data(), Prot::kRead), 2u);
+  EXPECT_EQ(e.trap->prot(21), Prot::kRead);
+  EXPECT_EQ(e.trap->prot(22), Prot::kNone);
+  EXPECT_EQ(e.trap->prot(23), Prot::kNone);
+  EXPECT_EQ(Read(e.app(21)), 5);
+  EXPECT_EQ(e.handler.calls, 0);
+  EXPECT_EQ(Read(e.app(22)), 6);  // faults, and keeps its frame
+  EXPECT_EQ(e.handler.calls, 1);
+  EXPECT_EQ(Read(e.app(23)), Pattern(23));
+  EXPECT_EQ(e.handler.calls, 2);
+  EXPECT_EQ(e.stats().pages_filled, 2u);
+}
+
+// Threads faulting on one fresh page at once, installed by Fill: the first
+// fills it and wakes the others (uffd-thread: they sleep in the kernel).
+void ManyThreadsFillOnePage(Env& e) {
+  e.handler.by_fill = true;
+  ManyThreadsOnePage(e);
+  if (e.backend != Backend::kMprotect) {
+    EXPECT_EQ(e.stats().pages_filled, 1u);
+  }
 }
 
 void ManyThreadsManyPages(Env& e) {
@@ -592,6 +665,9 @@ const Case kCases[] = {
     {"ProtectWithStaleHints", kAny, kExactAccess, ProtectWithStaleHints},
     {"ManyThreadsOnePage", kAny, 0, ManyThreadsOnePage},
     {"ManyThreadsManyPages", kAny, kExactAccess, ManyThreadsManyPages},
+    {"FillInstallsFreshPages", kAny, kExactAccess, FillInstallsFreshPages},
+    {"FillStopsAtAFrame", kUffdSig | kUffdThr, 0, FillStopsAtAFrame},
+    {"ManyThreadsFillOnePage", kAny, 0, ManyThreadsFillOnePage},
     {"MappingLostBehindTheTrapsBack", kUffdSig | kUffdThr, kExactAccess,
      MappingLostBehindTheTrapsBack},
     {"PrefaultMakesReadSyscallWork", kAny, kExactAccess, PrefaultMakesReadSyscallWork},
@@ -714,8 +790,19 @@ TEST(AsyncWrites, FoundWithoutFaultsAndRearmed) {
     e.handler.trap = e.trap.get();
     ASSERT_TRUE(e.trap->async_writes());
 
-    e.Protect(0, kPages, Prot::kRead);
+    // A page Fill installed read is armed like one Protect set read: its
+    // writes go through and are found.
     std::vector<PageId> found;
+    std::vector<char> src(2 * e.region->page_size(), 7);
+    ASSERT_EQ(e.trap->Fill(40, 2, src.data(), Prot::kRead), 2u);
+    Write(e.app(41) + 1, 8);
+    EXPECT_EQ(e.handler.calls, 0);
+    ASSERT_EQ(e.trap->FindWritten(40, 2, &found), 0);
+    EXPECT_EQ(found, (std::vector<PageId>{41}));
+    EXPECT_EQ(Read(e.app(40)), 7);
+
+    found.clear();
+    e.Protect(0, kPages, Prot::kRead);
     ASSERT_EQ(e.trap->FindWritten(0, kPages, &found), 0);
     EXPECT_TRUE(found.empty());
 
@@ -768,7 +855,7 @@ TEST(AsyncWrites, FoundWithoutFaultsAndRearmed) {
     Write(e.app(6), 7);
     ASSERT_EQ(e.trap->FindWritten(0, kPages, &found), 0);
     EXPECT_EQ(found, (std::vector<PageId>{6}));
-    EXPECT_EQ(e.stats().pages_written, 8u);
+    EXPECT_EQ(e.stats().pages_written, 9u);
     EXPECT_EQ(e.trap->FindWritten(0, 0, &found), EINVAL);
     e.trap.reset();
   }

@@ -39,6 +39,24 @@ class MemoryHost : public Host {
     }
     protect_calls++;
   }
+  // With `fills`, as the kernel's UFFDIO_COPY: a page with no frame gets one
+  // holding its bytes, mapped as asked; stops at a page with a frame.
+  size_t Fill(PageId first, size_t count, std::span<const uint8_t> data, Prot prot) override {
+    EXPECT_TRUE(fills) << "Fill where the host does not fill";
+    EXPECT_NE(prot, Prot::kNone);
+    EXPECT_EQ(data.size(), count * kPage);
+    fill_calls++;
+    size_t done = 0;
+    for (; done < count && !frames_.count(first + done); ++done) {
+      const PageId p = first + done;
+      frames_[p].assign(data.begin() + done * kPage, data.begin() + (done + 1) * kPage);
+      armed_[p] = prot == Prot::kRead;
+      prot_[p] = prot;
+      filled.push_back(p);
+    }
+    return done;
+  }
+  bool Fills() const override { return fills; }
   // scan_writes, as the kernel's async write-protect: a write to a read page
   // goes through and clears its armed bit; FindWritten reports mapped pages
   // that are not armed and arms them.
@@ -71,6 +89,9 @@ class MemoryHost : public Host {
   uint32_t job_threads = 0;  // 0: no barrier collects garbage
   int protect_calls = 0;
   int scans = 0;
+  bool fills = false;
+  int fill_calls = 0;
+  std::vector<PageId> filled;  // by Fill, in order
   bool scan_writes = false;
   PageId frames_end = UINT64_MAX;  // one run of frames
 
@@ -260,6 +281,70 @@ TEST(NodeTest, SequentialFaultsFetchGrowingPageRuns) {
   EXPECT_EQ(c.Read(0, 0, 14, 0), 43);
   EXPECT_EQ(c.Read(0, 0, 12, 0), 0);
   EXPECT_EQ(c.node(0).stats().ahead_used, 1u);
+}
+
+// A host that fills (the runtime on uffd): pages never fetched here are
+// installed by Host::Fill, a run per call, with no write through Frame()
+// first; the last page ahead (watched, unmapped) and pages fetched again
+// after an invalidation (their frames exist) go through Frame() as before.
+TEST(NodeTest, FetchedPagesWithoutFramesAreFilled) {
+  Cluster c(2, 1, HomePolicy::kBlock, 8);  // node 1 is home of pages 8..15
+  c.host(0).fills = true;
+  for (PageId p = 8; p < 16; ++p) c.host(1).Frame(p)[7] = uint8_t(p);
+  EXPECT_EQ(c.Read(0, 0, 8, 7), 8);
+  EXPECT_EQ(c.Read(0, 0, 9, 7), 9);   // 9 and 10 (watched)
+  EXPECT_EQ(c.Read(0, 0, 10, 7), 10);
+  EXPECT_EQ(c.Read(0, 0, 11, 7), 11);  // 11..14, 14 watched
+  EXPECT_EQ(c.host(0).filled, (std::vector<PageId>{8, 9, 11, 12, 13}));
+  EXPECT_EQ(c.host(0).fill_calls, 3);  // 8; 9; 11..13 in one call
+  EXPECT_EQ(c.node(0).stats().pages_filled, 5u);
+  for (PageId p : {8, 9, 10, 11, 12, 13}) EXPECT_EQ(c.host(0).prot(p), Prot::kRead) << p;
+  EXPECT_EQ(c.host(0).prot(14), Prot::kNone);
+  EXPECT_EQ(c.Read(0, 0, 14, 7), 14);
+  // Written at the home, invalidated here, fetched again into the frames.
+  c.Write(1, 0, 12, 7, 42);
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.host(0).prot(12), Prot::kNone);
+  EXPECT_EQ(c.Read(0, 0, 12, 7), 42);
+  EXPECT_EQ(c.host(0).fill_calls, 3);
+  EXPECT_EQ(c.node(0).stats().pages_filled, 5u);
+}
+
+// A page the Node thinks has no frame but has one (a first touch here
+// zero-filled it) is written through Frame() and protected; the pages after
+// it in the run are still filled.
+TEST(NodeTest, FillStoppedByAFrameFallsBack) {
+  Cluster c(2, 1, HomePolicy::kBlock, 8);
+  c.host(0).fills = true;
+  for (PageId p = 8; p < 16; ++p) c.host(1).Frame(p)[0] = uint8_t(p);
+  c.host(0).Frame(12);  // a frame, never mapped
+  EXPECT_EQ(c.Read(0, 0, 8, 0), 8);
+  EXPECT_EQ(c.Read(0, 0, 9, 0), 9);
+  EXPECT_EQ(c.Read(0, 0, 10, 0), 10);
+  EXPECT_EQ(c.Read(0, 0, 11, 0), 11);  // 11..14: 11 filled, 12 not, 13 filled
+  EXPECT_EQ(c.host(0).filled, (std::vector<PageId>{8, 9, 11, 13}));
+  for (PageId p : {11, 12, 13}) {
+    EXPECT_EQ(c.host(0).prot(p), Prot::kRead) << p;
+    EXPECT_EQ(c.Read(0, 0, p, 0), p);
+  }
+  EXPECT_EQ(c.node(0).stats().pages_filled, 4u);
+}
+
+// Under scan_writes the eager twin of a filled page is taken from the bytes
+// fetched: a write found later diffs against them, sending only itself.
+TEST(NodeTest, FilledPageTwinIsTheFetchedCopy) {
+  Cluster c(2, 1, HomePolicy::kCyclic, 1, /*scan_writes=*/true);  // page 1 homed on node 1
+  c.host(0).fills = true;
+  std::span<uint8_t> home = c.host(1).Frame(1);
+  for (size_t i = 0; i < kPage; ++i) home[i] = uint8_t(i * 7);
+  EXPECT_EQ(c.Read(0, 0, 1, 100), uint8_t(700));
+  EXPECT_EQ(c.host(0).filled, (std::vector<PageId>{1}));
+  c.Write(0, 0, 1, 5, 1);  // through, found by the barrier's scan
+  c.BarrierAll(1, 1);
+  EXPECT_EQ(c.node(0).stats().diffs, 1u);
+  EXPECT_EQ(c.node(0).stats().diff_bytes, 1u);
+  EXPECT_EQ(c.Read(1, 0, 1, 5), 1);
+  EXPECT_EQ(c.Read(1, 0, 1, 6), uint8_t(42));
 }
 
 // A fault that blocks is asked again once its reply is in: it counts once.

@@ -334,7 +334,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (34 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (35 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -349,6 +349,7 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->pages_written_ahead += b.pages_written_ahead;
   a->fetch_retries += b.fetch_retries;
   a->safe_fetches += b.safe_fetches;
+  a->pages_filled += b.pages_filled;
   a->twins += b.twins;
   a->diffs += b.diffs;
   a->diff_bytes += b.diff_bytes;

@@ -1,6 +1,7 @@
 #include "tests/sim/sim_host.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "protocol/diff.h"
@@ -63,6 +64,25 @@ void SimHost::Protect(PageId first, size_t count, Prot prot) {
     if (prot != Prot::kRead || prot_[p] != Prot::kRead) armed_[p] = prot == Prot::kRead;
     prot_[p] = prot;
   }
+}
+
+size_t SimHost::Fill(PageId first, size_t count, std::span<const uint8_t> data, Prot prot) {
+  if (count == 0 || first >= pages_ || count > pages_ - first || data.size() != count * page_size_ ||
+      prot == Prot::kNone) {
+    ContractError("Fill(" + std::to_string(first) + ", " + std::to_string(count) + ", " +
+                  std::to_string(data.size()) + " bytes, " + ToString(prot) + ")");
+    return 0;
+  }
+  size_t done = 0;
+  for (; done < count && !frames_[first + done]; ++done) {
+    const PageId p = first + done;
+    frames_[p] = std::make_unique<uint8_t[]>(page_size_);
+    std::memcpy(frames_[p].get(), data.data() + done * page_size_, page_size_);
+    armed_[p] = prot == Prot::kRead;
+    prot_[p] = prot;
+  }
+  pages_filled_ += done;
+  return done;
 }
 
 void SimHost::FindWritten(PageId first, size_t count, std::vector<PageId>* written) {

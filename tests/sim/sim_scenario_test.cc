@@ -250,6 +250,11 @@ TEST(SimScenario, StaleReadCopyIsInvalidated) {
       const ScenarioRun run = RunScenario(mode, "stale-read-copy", seed);
       ASSERT_TRUE(run.result.ok) << run.result.message;
       EXPECT_GE(run.result.node_stats[run.scenario.reader].invalidations, 1u);
+      // Its first copy made the frame (Host::Fill); the copy fetched again
+      // after the notice went through that frame.
+      const NodeStats& reader = run.result.node_stats[run.scenario.reader];
+      EXPECT_GE(reader.pages_filled, 1u);
+      EXPECT_LT(reader.pages_filled, reader.pages_fetched);
     }
   }
 }
