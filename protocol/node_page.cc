@@ -544,9 +544,13 @@ void Node::LearnFollowingHomes(PageId p, NodeId home, uint32_t same) {
   }
 }
 
+// Down by more than a sequential fault takes it up: a sweep that reads the
+// start of another node's block once an interval (a Jacobi boundary row)
+// makes one of each, and halving kept a window grown earlier at its top, 63
+// pages fetched for the 2 it read.
 void Node::AheadUnused() {
   stats_.ahead_unused++;
-  run_ = std::max(run_ / 2, 1u);
+  run_ = std::max(run_ / 4, 1u);
 }
 
 void Node::RequestPage(PageId p, Page& pg, uint32_t count, uint32_t stride) {

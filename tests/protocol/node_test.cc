@@ -347,6 +347,27 @@ TEST(NodeTest, FilledPageTwinIsTheFetchedCopy) {
   EXPECT_EQ(c.Read(1, 0, 1, 6), uint8_t(42));
 }
 
+// A sweep that reads a little of another node's block each interval (a
+// Jacobi boundary row) stops fetching that block whole: an unused page ahead
+// shrinks the window more than a sequential fault grows it, so a window grown
+// by an earlier long sweep comes down instead of staying at its top.
+TEST(NodeTest, RunsThatGoUnusedShrinkTheWindow) {
+  Cluster c(2, 1, HomePolicy::kBlock, 8);  // node 1 is home of pages 8..15
+  for (PageId p = 8; p < 16; ++p) EXPECT_EQ(c.Read(0, 0, p, 0), 0);  // grows the window to 8
+  std::vector<uint64_t> fetched;
+  for (int i = 1; i <= 5; ++i) {
+    for (PageId p = 8; p < 16; ++p) c.Write(1, 0, p, 0, uint8_t(i));
+    c.BarrierAll(2 * i, 1);
+    const uint64_t before = c.node(0).stats().pages_fetched;
+    EXPECT_EQ(c.Read(0, 0, 8, 0), i);
+    EXPECT_EQ(c.Read(0, 0, 9, 0), i);
+    fetched.push_back(c.node(0).stats().pages_fetched - before);
+    c.BarrierAll(2 * i + 1, 1);
+  }
+  EXPECT_EQ(fetched.front(), 8u);  // 8, then 9..15 ahead
+  EXPECT_LE(fetched.back(), 3u) << "the window stayed open";
+}
+
 // A fault that blocks is asked again once its reply is in: it counts once.
 TEST(NodeTest, ABlockedFaultCountsOnce) {
   Cluster c(2, 1);  // page 1 is homed on node 1 (cyclic)
