@@ -194,7 +194,7 @@ std::unique_ptr<Runtime::OneSided> Runtime::NewOp(uint8_t kind) {
   } else {
     op = std::move(spare_ops_.back());
     spare_ops_.pop_back();
-    std::vector<uint8_t> buf = std::move(op->buf);  // keeps its capacity
+    auto buf = std::move(op->buf);  // keeps its capacity
     *op = OneSided();
     op->buf = std::move(buf);
     op->buf.clear();

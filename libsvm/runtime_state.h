@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "libsvm/prim/fault.h"
@@ -47,6 +48,25 @@ struct Runtime::ThreadRecord {
   std::vector<NodeId> remote_joiners;   // nodes that sent JoinRequest
 };
 
+// Storage whose resize leaves new bytes uninitialised: a work request fills
+// them (a page run's READ writes its buffer whole, and zeroing it first was
+// a memset of the run before every cold fetch).
+template <typename T>
+struct UninitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 // A one-sided operation in flight (onesided.cc), with the buffers its work
 // requests read or fill.
 struct Runtime::OneSided {
@@ -61,7 +81,7 @@ struct Runtime::OneSided {
   nic::LockNo no = 0;
   uint32_t probes = 0;
   uint64_t expected = 0;  // kTailSwap: the word's value the CAS expects
-  std::vector<uint8_t> buf;
+  std::vector<uint8_t, UninitAllocator<uint8_t>> buf;
   IntervalId interval = 0;
 };
 
