@@ -777,7 +777,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   }
   stats_.pages_fetched++;
   const size_t page_size = config_.geometry.page_size;
-  bool fill = false;
+  bool whole = false;  // the bytes replace the frame's (not merged into a dirty copy)
   if (pg.state == Page::State::kWrite && config_.TEST_bug != PlantedBug::kUnsafeFetch) {
     std::span<uint8_t> frame = host_->Frame(p);
     std::vector<diff::Run> runs;
@@ -788,30 +788,29 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
     }
     stats_.safe_fetches++;
   } else {
+    whole = true;
     if (pg.state == Page::State::kInvalid) pg.state = Page::State::kRead;
-    fill = filling_ && !pg.framed && pg.state == Page::State::kRead;
-    // else it landed there
-    if (!fill && data.data() != host_->Frame(p).data()) std::memcpy(host_->Frame(p).data(), data.data(), page_size);
     if (config_.scan_writes && pg.state == Page::State::kRead) MakeTwin(p, pg, data);  // eager twin
   }
-  pg.framed = true;
   pg.stale = false;
   if (ahead != Ahead::kNo && !pg.waiters.empty()) {
     stats_.ahead_used++;
   } else if (ahead == Ahead::kWatched) {
     pg.watched = true;
   }
-  if (fill) {
-    // Mapped as it is filled (FlushFills); an unmapped page (the last one
-    // ahead, watched) cannot be filled.
+  if (whole) {
+    // A page with no frame yet is mapped as FlushFills fills it, unless it
+    // stays unmapped (the last one ahead, watched): then, and where the
+    // frame exists, the bytes go through Frame() (unless they landed there).
     const Prot want = DesiredProtection(p, pg);
-    if (want == Prot::kNone) {
-      std::memcpy(host_->Frame(p).data(), data.data(), page_size);
-    } else {
+    if (filling_ && !pg.framed && pg.state == Page::State::kRead && want != Prot::kNone) {
       pg.prot = want;
       fills_.push_back({p, data.data()});
+    } else if (std::span<uint8_t> frame = host_->Frame(p); data.data() != frame.data()) {
+      std::memcpy(frame.data(), data.data(), page_size);
     }
   }
+  pg.framed = true;
   SyncProtection(p, pg);
   WakeWaiters(pg);
 }

@@ -81,7 +81,6 @@ size_t SimHost::Fill(PageId first, size_t count, std::span<const uint8_t> data, 
     armed_[p] = prot == Prot::kRead;
     prot_[p] = prot;
   }
-  pages_filled_ += done;
   return done;
 }
 

@@ -54,7 +54,6 @@ class SimHost final : public Host {
   // stops before a page that has a frame.
   size_t Fill(PageId first, size_t count, std::span<const uint8_t> data, Prot prot) override;
   bool Fills() const override { return true; }
-  uint64_t pages_filled() const { return pages_filled_; }
   // As the kernel's async write-protect does: the mapped pages of the range
   // whose record says written (Wrote after the last Protect(kRead) or look,
   // or last set read-write), armed again.
@@ -133,7 +132,6 @@ class SimHost final : public Host {
   std::vector<uint64_t> home_words_;
   std::vector<std::vector<WriteNotice>> deposits_;  // by writer, oldest first
   std::map<LockId, NodeId> lock_tails_;  // at the home: tail words ever swapped
-  uint64_t pages_filled_ = 0;
   bool completing_read_ = false;
   bool lose_deposits_ = false;
   std::unique_ptr<uint8_t[]> scratch_;  // handed out for out-of-range pages
