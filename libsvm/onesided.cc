@@ -211,9 +211,9 @@ void Runtime::RecycleOp(std::unique_ptr<OneSided> op) {
 constexpr int64_t kReadRetryNs = 50'000;
 
 void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
-                        bool into_frames) {
+                        Landing into) {
   if (completing_read_ && !DiffsDirectly(opts_.mode)) {
-    deferred_reads_.push_back({MonotonicNs() + kReadRetryNs, home, first, count, stride, mark, into_frames});
+    deferred_reads_.push_back({MonotonicNs() + kReadRetryNs, home, first, count, stride, mark, into});
     return;
   }
   auto op = NewOp(uint8_t(OneSided::Kind::kReadPage));
@@ -221,13 +221,16 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stri
   op->page = first;
   op->count = count;
   op->stride = stride;
-  op->into_frames = into_frames;
+  op->into = into;
   const uint32_t vbytes = opts_.nodes * sizeof(IntervalId);
   const uint32_t page = uint32_t(Frame(first).size());
   // The pages land where they are read from next (the seed's VMMC receives
   // into the frame as well): one copy, not two.
-  op->buf.resize(size_t(count) * (vbytes + (into_frames ? 0 : page)));
-  uint8_t* data = into_frames ? Frame(first).data() : op->buf.data() + count * vbytes;
+  const bool into_frames = into.where == Landing::Where::kFrames;
+  op->buf.resize(size_t(count) * (vbytes + (into.where == Landing::Where::kBuffer ? page : 0)));
+  uint8_t* data = into_frames                           ? Frame(first).data()
+                  : into.where == Landing::Where::kAt ? into.at
+                                                        : op->buf.data() + count * vbytes;
   // A run's frames made in one step, not by a page fault each as the copy
   // reaches them (frames fetched before are there: nothing to do).
   if (into_frames && count > 1 && stride == 1) Populate({data, size_t(count) * page});
@@ -419,9 +422,10 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
           for (NodeId n = 0; n < opts_.nodes; ++n)
             read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
         const std::span<const VectorTime> versions(read_versions_.data(), op->count);
-        const size_t at = size_t(op->count) * vbytes;
-        const std::span<const uint8_t> data =  // none: they landed in their frames
-            op->into_frames ? std::span<const uint8_t>() : std::span<const uint8_t>(op->buf.data() + at, op->buf.size() - at);
+        const size_t bytes = size_t(op->count) * Frame(op->page).size();
+        std::span<const uint8_t> data;  // none: they landed in their frames
+        if (op->into.where == Landing::Where::kAt) data = {op->into.at, bytes};
+        if (op->into.where == Landing::Where::kBuffer) data = {op->buf.data() + op->count * vbytes, bytes};
         completing_read_ = true;
         Status st = node_->OnPageRead(op->home, op->page, op->stride, versions, data);
         completing_read_ = false;
@@ -478,7 +482,7 @@ void Runtime::PollOneSided() {
     const int64_t now = MonotonicNs();
     std::erase_if(deferred_reads_, [&](const DeferredRead& r) {
       if (r.at_ns > now) return false;
-      ReadPages(r.home, r.first, r.count, r.stride, r.mark, r.into_frames);
+      ReadPages(r.home, r.first, r.count, r.stride, r.mark, r.into);
       return true;
     });
   }

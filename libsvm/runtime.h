@@ -191,7 +191,7 @@ class Runtime final : public Host {
   uint64_t& HomeWord(PageId p) override;
   void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
   void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
-                 bool into_frames) override;
+                 Landing into) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
@@ -435,7 +435,7 @@ class Runtime final : public Host {
     uint32_t count;
     uint32_t stride;
     uint64_t mark;
-    bool into_frames;
+    Landing into;
   };
   std::vector<DeferredRead> deferred_reads_;
   bool completing_read_ = false;  // inside Node::OnPageRead: a ReadPages is a retry

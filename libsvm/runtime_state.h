@@ -76,7 +76,7 @@ struct Runtime::OneSided {
   PageId page = 0;
   uint32_t count = 1;  // kReadPage: pages read, from page on; kHomeClaim: words
   uint32_t stride = 1;  // kReadPage: the pages this far apart
-  bool into_frames = false;  // kReadPage: they land in the frames, buf has the versions
+  Host::Landing into;  // kReadPage: where the pages land (buf has the versions, and the pages if kBuffer)
   LockId lock = 0;
   nic::LockNo no = 0;
   uint32_t probes = 0;

@@ -116,11 +116,19 @@ class Host {
   // the diffs it names. For each bit i set in mark, first sets home's
   // SharedMark of page i (a fetch-and-add, completed at the home before the
   // reads), so that the home tracks every write it makes to that page from
-  // then on. With into_frames (no copy of these pages here is valid), the
-  // pages may land in their Frames directly; OnPageRead then gets no data.
-  // Completes with Node::OnPageRead.
+  // then on. The pages land where `into` says. Completes with
+  // Node::OnPageRead.
+  struct Landing {
+    enum class Where : uint8_t {
+      kBuffer,  // a buffer of the host's
+      kFrames,  // their Frames (no copy of these pages here is valid): OnPageRead gets no data
+      kAt,      // `at`, count pages side by side, memory of the Node's: OnPageRead gets them there
+    };
+    Where where = Where::kBuffer;
+    uint8_t* at = nullptr;
+  };
   virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
-                         bool into_frames) = 0;
+                         Landing into) = 0;
 
   // rf and up, first touch: READ manager's HomeWord of pages
   // (p, p + count), then CAS its HomeWord(p) from 0 to this node + 1,

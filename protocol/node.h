@@ -253,9 +253,21 @@ class Node {
   // local writes (it differs from its twin) it stays as a stale dirty copy.
   void CheckDropped(PageId p, Page& pg);
   // A twin of p's frame (or of `from`, the bytes it holds), from
-  // spare_twins_ when there is one.
+  // spare_twins_ when there is one; `from` in the landing_ of a read is
+  // taken as the twin itself (no copy).
   void MakeTwin(PageId p, Page& pg, std::span<const uint8_t> from = {});
   void DropTwin(Page& pg);
+  // Where a remote read of count pages from pg on lands: in their frames
+  // when pg's is there to be overwritten (or the host cannot fill); under
+  // scan_writes, a page with no frame yet in fresh twins side by side (each
+  // page the read installs is twinned, and its frame filled from the twin:
+  // a copy saved) unless spare twins are there to be reused; else in a
+  // buffer of the host's.
+  Host::Landing LandingFor(const Page& pg, uint32_t count);
+  // count twins side by side, from the newest slab, or from a new one (what
+  // was left of the last goes to spare_twins_).
+  uint8_t* FreshTwins(size_t count);
+  uint8_t* NewTwinSlab();
   // While one lives, SyncProtection only records its changes; the last to
   // go makes them, a run of pages per Host::Protect.
   class ProtectionBatch {
@@ -324,6 +336,16 @@ class Node {
   bool filling_ = false;  // InstallRun's bytes are in a buffer and the host Fills
   std::vector<PendingFill> fills_;
   void FlushFills();
+  // Reads in flight that land in fresh twins (LandingFor), and, inside
+  // InstallRun, the one whose bytes it installs: twins MakeTwin takes as
+  // they are (a bit a page, in `taken`); InstallRun gives back the rest.
+  struct TwinLanding {
+    uint8_t* at = nullptr;
+    uint32_t count = 0;
+    uint64_t taken = 0;
+  };
+  std::vector<TwinLanding> landings_;
+  TwinLanding landing_;
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);

@@ -154,23 +154,58 @@ void Node::CheckDropped(PageId p, Page& pg) {
 
 void Node::MakeTwin(PageId p, Page& pg, std::span<const uint8_t> from) {
   const size_t page_size = config_.geometry.page_size;
+  if (pg.twin == nullptr && !from.empty() && from.data() >= landing_.at &&
+      from.data() < landing_.at + landing_.count * page_size) {
+    const size_t i = size_t(from.data() - landing_.at) / page_size;
+    pg.twin = landing_.at + i * page_size;  // it holds `from`
+    landing_.taken |= uint64_t{1} << i;
+    stats_.twins++;
+    return;
+  }
   if (pg.twin == nullptr && !spare_twins_.empty()) {
     pg.twin = spare_twins_.back();
     spare_twins_.pop_back();
   } else if (pg.twin == nullptr) {
-    if (slab_next_ == slab_end_) {
-      twin_slab_pages_ = std::min(kMaxTwinSlab, twin_slab_pages_ == 0 ? kFirstTwinSlab : 2 * twin_slab_pages_);
-      const size_t bytes = twin_slab_pages_ * page_size;
-      twin_slabs_.emplace_back(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(4096))));
-      slab_next_ = twin_slabs_.back().get();
-      slab_end_ = slab_next_ + bytes;
-      host_->Populate({slab_next_, bytes});  // one step, not a fault per twin
-    }
+    if (slab_next_ == slab_end_) NewTwinSlab();
     pg.twin = slab_next_;
     slab_next_ += page_size;
   }
   std::memcpy(pg.twin, from.empty() ? host_->Frame(p).data() : from.data(), page_size);
   stats_.twins++;
+}
+
+uint8_t* Node::NewTwinSlab() {
+  twin_slab_pages_ = std::min(kMaxTwinSlab, twin_slab_pages_ == 0 ? kFirstTwinSlab : 2 * twin_slab_pages_);
+  const size_t bytes = twin_slab_pages_ * config_.geometry.page_size;
+  twin_slabs_.emplace_back(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(4096))));
+  slab_next_ = twin_slabs_.back().get();
+  slab_end_ = slab_next_ + bytes;
+  host_->Populate({slab_next_, bytes});  // one step, not a fault per twin
+  return slab_next_;
+}
+
+uint8_t* Node::FreshTwins(size_t count) {
+  static_assert(kFirstTwinSlab >= kMaxPageRun);
+  const size_t page_size = config_.geometry.page_size;
+  if (size_t(slab_end_ - slab_next_) < count * page_size) {
+    for (; slab_next_ != slab_end_; slab_next_ += page_size) spare_twins_.push_back(slab_next_);
+    NewTwinSlab();
+  }
+  uint8_t* at = slab_next_;
+  slab_next_ += count * page_size;
+  return at;
+}
+
+Host::Landing Node::LandingFor(const Page& pg, uint32_t count) {
+  using Where = Host::Landing::Where;
+  if (pg.state == Page::State::kInvalid && (pg.framed || !host_->Fills())) return {Where::kFrames};
+  if (!config_.scan_writes || !host_->Fills() || pg.state != Page::State::kInvalid || pg.framed ||
+      spare_twins_.size() >= count)
+    return {Where::kBuffer};
+  TwinLanding& l = landings_.emplace_back();
+  l.at = FreshTwins(count);
+  l.count = count;
+  return {Where::kAt, l.at};
 }
 
 void Node::DropTwin(Page& pg) {
@@ -569,10 +604,9 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count, uint32_t stride) {
   pg.stride = uint16_t(stride);
   if (ReadsRemotely(config_.mode)) {
     stats_.remote_reads++;
-    // A page never fetched here has no frame: its bytes wait in a buffer for
-    // Host::Fill, which makes the frame holding them (no zero-fill first).
-    const bool into_frames = pg.state == Page::State::kInvalid && (pg.framed || !host_->Fills());
-    host_->ReadPages(pg.home, p, count, stride, mark, into_frames);
+    // A page never fetched here has no frame: its bytes wait for Host::Fill,
+    // which makes the frame holding them (no zero-fill first).
+    host_->ReadPages(pg.home, p, count, stride, mark, LandingFor(pg, count));
   } else {
     FetchRequest& req = Outgoing<FetchRequest>();
     req.page = p;
@@ -712,6 +746,13 @@ Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<co
     if (v.size() != nodes()) return Status::Malformed("page reply of the wrong version size");
   ProtectionBatch batch(this);
   filling_ = !in_frames && host_->Fills();
+  for (auto it = landings_.begin(); it != landings_.end(); ++it) {
+    if (it->at == data.data()) {
+      landing_ = *it;
+      landings_.erase(it);
+      break;
+    }
+  }
   const uint32_t run = pg.run;
   for (uint32_t i = 0; i < run; ++i) {
     const PageId p = first + i * stride;
@@ -729,6 +770,9 @@ Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<co
   }
   FlushFills();  // while the bytes are there, before the batch's protections
   filling_ = false;
+  for (uint32_t i = 0; i < landing_.count; ++i)  // twins no page took
+    if (!(landing_.taken >> i & 1)) spare_twins_.push_back(landing_.at + i * page_size);
+  landing_ = {};
   return Status::Ok();
 }
 

@@ -110,7 +110,7 @@ class TestHost : public MemoryHost {
   TestHost(Cluster* c, NodeId self, NodeId nodes) : MemoryHost(nodes), cluster_(c), self_(self) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   // The cluster runs base mode: no one-sided operation may be posted.
-  void ReadPages(NodeId, PageId, uint32_t, uint32_t, uint64_t, bool) override {
+  void ReadPages(NodeId, PageId, uint32_t, uint32_t, uint64_t, Landing) override {
     ADD_FAILURE() << "ReadPages in base mode";
   }
   void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override {
@@ -1117,9 +1117,10 @@ class ModeHost : public MemoryHost {
   explicit ModeHost(NodeId nodes) : MemoryHost(nodes) {}
   void Send(NodeId to, std::vector<uint8_t> bytes) override { sent.push_back({to, std::move(bytes)}); }
   void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
-                 bool into_frames) override {
+                 Landing into) override {
     reads.push_back({home, first});
-    in_place.push_back(into_frames);
+    in_place.push_back(into.where == Landing::Where::kFrames);
+    landings.push_back(into);
     read_counts.push_back(count);
     read_strides.push_back(stride);
     for (uint32_t i = 0; i < count; ++i)
@@ -1150,6 +1151,7 @@ class ModeHost : public MemoryHost {
   std::vector<uint32_t> read_counts;
   std::vector<uint32_t> read_strides;
   std::vector<bool> in_place;
+  std::vector<Landing> landings;
   std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
@@ -1414,6 +1416,65 @@ std::vector<std::pair<NodeId, Message>> Sent(const ModeHost& h, size_t from, Nod
     out.push_back({h.sent[i].first, std::move(m)});
   }
   return out;
+}
+
+// rf under scan_writes on a host that fills: a page never fetched here is
+// read into fresh twins, side by side, and its frame filled from there (the
+// twin is the fetched copy: a write found later diffs against it); twins a
+// run's pages did not take go spare, and a read that spares can serve lands
+// in the host's buffer instead.
+TEST(NodeModeTest, RemoteReadOfAPageWithNoFrameLandsInItsTwin) {
+  using Where = Host::Landing::Where;
+  ModeHost h(2);
+  h.fills = true;
+  h.scan_writes = true;
+  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 1);
+  cfg.home_policy = HomePolicy::kBlock;  // node 1 is home of pages 8..15
+  cfg.max_run = 4;
+  cfg.scan_writes = true;
+  Node n(cfg, &h);
+  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.landings.back().where, Where::kAt);
+  uint8_t* twin = h.landings.back().at;
+  for (size_t i = 0; i < kPage; ++i) twin[i] = uint8_t(i * 7);  // the NIC read it there
+  ASSERT_TRUE(n.OnPageRead(1, 8, 1, std::vector<VectorTime>{VectorTime(2)}, {twin, kPage}).ok());
+  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.filled, std::vector<PageId>{8});
+  EXPECT_EQ(h.Frame(8)[100], uint8_t(700));
+  EXPECT_EQ(n.stats().twins, 1u);
+  // Written (no fault: found by the release's scan), then asked for by node
+  // 1: the diff holds the one byte written.
+  const LockId l = PinnedLock(0, 9);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  h.WriteThrough(8);
+  h.Frame(8)[5] = 1;
+  n.Release(0, l);
+  ASSERT_TRUE(n.Receive(1, wire::Encode(LockRequest{l, 1, false, VectorTime(2)}, 0)).ok());
+  size_t diffs = 0;
+  for (auto& [to, m] : Sent(h, 0, 2)) {
+    if (auto* d = std::get_if<DiffMessage>(&m)) {
+      diffs++;
+      EXPECT_EQ(d->page, 8u);
+      EXPECT_EQ(d->runs.size(), diff::kRunHeaderBytes + 1);
+    }
+  }
+  EXPECT_EQ(diffs, 1u);
+  // A run of two of which one comes: the other's twin goes spare, and the
+  // next read of one page takes it (into a buffer, then copied).
+  ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.read_counts.back(), 2u);
+  ASSERT_EQ(h.landings.back().where, Where::kAt);
+  twin = h.landings.back().at;
+  ASSERT_TRUE(n.OnPageRead(1, 9, 1, std::vector<VectorTime>{VectorTime(2)}, {twin, kPage}).ok());
+  ASSERT_EQ(n.Fault(0, 13, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.read_counts.back(), 1u);
+  EXPECT_EQ(h.landings.back().where, Where::kBuffer);
+  std::vector<uint8_t> page(kPage, 3);
+  ASSERT_TRUE(n.OnPageRead(1, 13, 1, std::vector<VectorTime>{VectorTime(2)}, page).ok());
+  ASSERT_EQ(n.Fault(0, 13, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.Frame(13)[0], 3);
+  EXPECT_EQ(h.filled, (std::vector<PageId>{8, 9, 13}));
+  EXPECT_EQ(n.stats().twins, 3u);
 }
 
 // nil, a cohort lock: a remote acquire swaps the tail word at the home (one

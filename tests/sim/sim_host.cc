@@ -156,7 +156,8 @@ PageId SimHost::FramesEnd(PageId p) {
   return p < middle ? middle : pages_;
 }
 
-void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark, bool) {
+void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
+                        Landing into) {
   if (!CheckPeer("ReadPages", home, false)) return;
   if (first >= pages_ || count == 0 || count > kMaxPageRun || stride == 0 || stride > kMaxPageStride ||
       first + PageId(count - 1) * stride >= FramesEnd(first))
@@ -169,6 +170,7 @@ void SimHost::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stri
   e.stride = stride;
   e.slow = completing_read_;
   e.mark = mark;
+  if (into.where == Landing::Where::kAt) e.landing = into.at;
   network_->Post(self_, home, std::move(e));
 }
 

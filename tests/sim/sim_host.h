@@ -66,7 +66,7 @@ class SimHost final : public Host {
   void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
   // Never into the frames: they are separate allocations here.
   void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
-                 bool into_frames) override;
+                 Landing into) override;
   PageId FramesEnd(PageId p) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval,
                  std::span<const uint8_t> runs) override;

@@ -58,6 +58,7 @@ struct Event {
   uint32_t count = 1;  // kRead: pages from `page` on,
   uint32_t stride = 1;  // kRead, kReadDone: this far apart
   uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark of page i first
+  uint8_t* landing = nullptr;  // kRead, kReadDone: where the reader's Node has the pages land
   std::vector<VectorTime> times;  // kReadDone: each page's version
   NodeId node = 0;    // kLockSwapped
   uint64_t word = 0;  // kHomeClaimed

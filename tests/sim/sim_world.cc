@@ -461,12 +461,15 @@ void World::DeliverOneSided(Pair p, Event& e) {
     case EventKind::kRead: {
       Event done;
       target.ServeRead(e.page, e.count, e.stride, e.mark, &done);
+      done.landing = e.landing;
       network_.Post(p.to, p.from, std::move(done));
       break;
     }
     case EventKind::kReadDone:
       target.set_completing_read(true);
-      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.stride, e.times, e.bytes);
+      if (e.landing != nullptr) std::memcpy(e.landing, e.bytes.data(), e.bytes.size());
+      s = nodes_[p.to]->OnPageRead(p.from, e.page, e.stride, e.times,
+                                   e.landing ? std::span<const uint8_t>(e.landing, e.bytes.size()) : e.bytes);
       target.set_completing_read(false);
       break;
     case EventKind::kWriteDiff:
