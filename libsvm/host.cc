@@ -338,12 +338,34 @@ void Runtime::FindWritten(PageId first, size_t count, std::vector<PageId>* writt
 
 namespace svm::rt {
 
+namespace {
+thread_local LockId t_last_released = 0;  // by this thread: LookForRequests
+}  // namespace
+
+// A thread that re-takes the lock it just released, whose token came from
+// another node, may be waiting for that node's turn, and that node's request
+// may sit in this node's sockets, unread: the NIC thread that would read them
+// shares the CPU with this one (a strict alternation over tcp took 0.5 ms a
+// hand-off, a scheduler slice). A yield lets a NIC thread with something to
+// read run first. shm's rings are read by the waiting threads themselves:
+// nothing to yield to. Only the releaser's own re-take: looking harder (a
+// drive of the transport at any take) handed locks away from barnes and
+// water-nsquared and slowed them (doc/locks.md).
+void Runtime::LookForRequests(std::unique_lock<std::mutex>& lock, LockId l) {
+  if (opts_.transport == "shm" || l != t_last_released || !node_->MayBeWanted(l)) return;
+  lock.unlock();
+  sched_yield();
+  HeedNudge();
+  lock.lock();
+}
+
 void Runtime::Acquire(LockId l) {
   RuntimeScope scope;
   stats::Scope timing(stats::Category::kLockProtocol);
   if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
   HeedNudge();
   std::unique_lock<std::mutex> lock(mu_);
+  LookForRequests(lock, l);
   const ThreadId t = SlotOfCaller();
   RunToCompletion(lock, t, [&] {
     stats::NodeCall call(node_->stats());
@@ -359,6 +381,7 @@ bool Runtime::AcquireUntil(LockId l, int64_t deadline_ns) {
   stats::Scope timing(stats::Category::kLockProtocol);
   if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
   std::unique_lock<std::mutex> lock(mu_);
+  LookForRequests(lock, l);
   const ThreadId t = SlotOfCaller();
   while (true) {
     slots_[t].wake.store(0, std::memory_order_relaxed);
@@ -392,6 +415,7 @@ bool Runtime::Release(LockId l) {
     stats::NodeCall call(node_->stats());
     node_->Release(t, l);
   }
+  t_last_released = l;
   Settle();
   return true;
 }

@@ -317,6 +317,10 @@ class Runtime final : public Host {
   bool LocalAtomicsMatchNic() const;
   // Takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
   void HeedNudge();
+  // Before this thread re-takes l, just released, while Node::MayBeWanted
+  // says a request for it may be unread: lets the NIC thread read first,
+  // then heeds nudges. REQUIRES: lock holds mu_.
+  void LookForRequests(std::unique_lock<std::mutex>& lock, LockId l);
   // Runs the completions in done. REQUIRES: mu_ held.
   void OnOneSided(std::span<const nic::Completion> done);
   // Polls for completions and runs them; Node::Poll if it asks. REQUIRES: mu_.

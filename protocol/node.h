@@ -180,6 +180,14 @@ class Node {
   bool HeldLocally(LockId l) const;
   // Whether thread t holds l.
   bool Holds(ThreadId t, LockId l) const;
+  // Whether an Acquire of l here now would take an idle token that came
+  // from another node fewer than kPoliteTakes local takes ago: a request for
+  // it may have arrived unseen (the host may look for one first). A thread
+  // that re-takes a lock in a loop, waiting for another node's turn, would
+  // otherwise take it again and again while that node's request waits for
+  // a NIC thread that shares the CPU with it.
+  bool MayBeWanted(LockId l) const;
+  static constexpr uint8_t kPoliteTakes = 64;
 
   // A message from node `from`. An error means the message was malformed or
   // broke the protocol; the node's state is unchanged by such a message.

@@ -47,6 +47,7 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
   if (waiting()) return Outcome::kBlocked;
   if (lk.have_token && !lk.held) {
     assert(lk.waiters.empty() && !lk.remote_next);
+    if (lk.polite > 0) lk.polite--;
     AssignLocal(t, lk);
     stats_.local_acquires++;
     return Outcome::kDone;
@@ -71,6 +72,11 @@ bool Node::HeldLocally(LockId l) const {
 bool Node::Holds(ThreadId t, LockId l) const {
   auto it = locks_.find(l);
   return it != locks_.end() && it->second->held && it->second->holder == t;
+}
+
+bool Node::MayBeWanted(LockId l) const {
+  auto it = locks_.find(l);
+  return it != locks_.end() && it->second->have_token && !it->second->held && it->second->polite > 0;
 }
 
 void Node::Release(ThreadId t, LockId l) {
@@ -243,6 +249,7 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.timestamp = std::move(*lk.grant);
   lk.grant.reset();
   lk.local_run = 0;
+  lk.polite = kPoliteTakes;
   if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
     if (lk.remote_next) HandOn(l, lk);
     return;

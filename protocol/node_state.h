@@ -86,6 +86,9 @@ struct Node::Lock {
   std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
   // Local hand-offs made while a remote successor waited (kMaxLocalBypasses).
   uint32_t local_run = 0;
+  // Local takes of the idle token left before MayBeWanted stops saying so
+  // (kPoliteTakes once it arrives from another node).
+  uint8_t polite = 0;
 
   struct Waiter {
     ThreadId thread;

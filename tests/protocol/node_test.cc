@@ -917,6 +917,30 @@ TEST(NodeTest, PinnedLockLivesOnItsNamedNode) {
   c.node(1).Release(0, l);
 }
 
+// A token that came from another node is "maybe wanted" while idle, for
+// its first kPoliteTakes local takes: the runtime looks for a request first.
+// A home's own fresh token, a held one, and one taken that often are not.
+TEST(NodeTest, TokenFromAnotherNodeMayBeWantedForItsFirstLocalTakes) {
+  Cluster c(2, 1);
+  const LockId l = PinnedLock(1, 5);
+  c.Complete([&] { return c.node(1).Acquire(0, l); });
+  c.node(1).Release(0, l);
+  EXPECT_FALSE(c.node(1).MayBeWanted(l));  // never left its home
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  EXPECT_FALSE(c.node(0).MayBeWanted(l));  // held
+  c.node(0).Release(0, l);
+  for (int i = 0; i < Node::kPoliteTakes; ++i) {
+    EXPECT_TRUE(c.node(0).MayBeWanted(l)) << i;
+    ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kDone);
+    c.node(0).Release(0, l);
+  }
+  EXPECT_FALSE(c.node(0).MayBeWanted(l));
+  EXPECT_FALSE(c.node(1).MayBeWanted(l));  // no token there
+  c.Complete([&] { return c.node(1).Acquire(0, l); });  // back home, by a grant
+  c.node(1).Release(0, l);
+  EXPECT_TRUE(c.node(1).MayBeWanted(l));
+}
+
 // The runtime reports each thread on its own (local = 1); the master must
 // still release each node once, and exactly one thread is the serial one.
 TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
