@@ -275,7 +275,7 @@ class Node {
   // count twins side by side, from the newest slab, or from a new one (what
   // was left of the last goes to spare_twins_).
   uint8_t* FreshTwins(size_t count);
-  uint8_t* NewTwinSlab();
+  void NewTwinSlab();
   // While one lives, SyncProtection only records its changes; the last to
   // go makes them, a run of pages per Host::Protect.
   class ProtectionBatch {
