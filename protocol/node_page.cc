@@ -198,8 +198,8 @@ uint8_t* Node::FreshTwins(size_t count) {
 Host::Landing Node::LandingFor(const Page& pg, uint32_t count) {
   using Where = Host::Landing::Where;
   if (pg.state == Page::State::kInvalid && (pg.framed || !host_->Fills())) return {Where::kFrames};
-  if (!config_.scan_writes || !host_->Fills() || pg.state != Page::State::kInvalid || pg.framed ||
-      spare_twins_.size() >= count)
+  if (count < 2 || !config_.scan_writes || !host_->Fills() || pg.state != Page::State::kInvalid ||
+      pg.framed || spare_twins_.size() >= count)
     return {Where::kBuffer};
   TwinLanding& l = landings_.emplace_back();
   l.at = FreshTwins(count);

@@ -1442,12 +1442,12 @@ std::vector<std::pair<NodeId, Message>> Sent(const ModeHost& h, size_t from, Nod
   return out;
 }
 
-// rf under scan_writes on a host that fills: a page never fetched here is
+// rf under scan_writes on a host that fills: a run of pages never fetched here is
 // read into fresh twins, side by side, and its frame filled from there (the
 // twin is the fetched copy: a write found later diffs against it); twins a
 // run's pages did not take go spare, and a read that spares can serve lands
 // in the host's buffer instead.
-TEST(NodeModeTest, RemoteReadOfAPageWithNoFrameLandsInItsTwin) {
+TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
   using Where = Host::Landing::Where;
   ModeHost h(2);
   h.fills = true;
@@ -1457,48 +1457,55 @@ TEST(NodeModeTest, RemoteReadOfAPageWithNoFrameLandsInItsTwin) {
   cfg.max_run = 4;
   cfg.scan_writes = true;
   Node n(cfg, &h);
-  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);  // one page: a buffer
+  EXPECT_EQ(h.landings.back().where, Where::kBuffer);
+  ASSERT_TRUE(n.OnPageRead(1, 8, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kBlocked);  // 9 and 10
+  ASSERT_EQ(h.read_counts.back(), 2u);
   ASSERT_EQ(h.landings.back().where, Where::kAt);
-  uint8_t* twin = h.landings.back().at;
-  for (size_t i = 0; i < kPage; ++i) twin[i] = uint8_t(i * 7);  // the NIC read it there
-  ASSERT_TRUE(n.OnPageRead(1, 8, 1, std::vector<VectorTime>{VectorTime(2)}, {twin, kPage}).ok());
-  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kDone);
-  EXPECT_EQ(h.filled, std::vector<PageId>{8});
-  EXPECT_EQ(h.Frame(8)[100], uint8_t(700));
-  EXPECT_EQ(n.stats().twins, 1u);
+  uint8_t* twins = h.landings.back().at;
+  for (size_t i = 0; i < 2 * kPage; ++i) twins[i] = uint8_t(i * 7);  // the NIC read them there
+  ASSERT_TRUE(n.OnPageRead(1, 9, 1, std::vector<VectorTime>(2, VectorTime(2)), {twins, 2 * kPage}).ok());
+  ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kDone);
+  EXPECT_EQ(h.filled, (std::vector<PageId>{8, 9}));  // 10 is watched: unmapped, written through its frame
+  EXPECT_EQ(h.Frame(9)[100], uint8_t(700));
+  EXPECT_EQ(h.Frame(10)[100], uint8_t((kPage + 100) * 7));
+  EXPECT_EQ(n.stats().twins, 3u);
   // Written (no fault: found by the release's scan), then asked for by node
   // 1: the diff holds the one byte written.
   const LockId l = PinnedLock(0, 9);
   ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
-  h.WriteThrough(8);
-  h.Frame(8)[5] = 1;
+  h.WriteThrough(9);
+  h.Frame(9)[5] = 1;
   n.Release(0, l);
   ASSERT_TRUE(n.Receive(1, wire::Encode(LockRequest{l, 1, false, VectorTime(2)}, 0)).ok());
   size_t diffs = 0;
   for (auto& [to, m] : Sent(h, 0, 2)) {
     if (auto* d = std::get_if<DiffMessage>(&m)) {
       diffs++;
-      EXPECT_EQ(d->page, 8u);
+      EXPECT_EQ(d->page, 9u);
       EXPECT_EQ(d->runs.size(), diff::kRunHeaderBytes + 1);
     }
   }
   EXPECT_EQ(diffs, 1u);
-  // A run of two of which one comes: the other's twin goes spare, and the
-  // next read of one page takes it (into a buffer, then copied).
-  ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kBlocked);
-  ASSERT_EQ(h.read_counts.back(), 2u);
+  // A run of four of which one comes: the others' twins go spare (and the
+  // window shrinks); the next runs, which spares can serve, land in the
+  // host's buffer.
+  ASSERT_EQ(n.Fault(0, 11, Access::kRead), Outcome::kBlocked);
+  ASSERT_EQ(h.read_counts.back(), 4u);
   ASSERT_EQ(h.landings.back().where, Where::kAt);
-  twin = h.landings.back().at;
-  ASSERT_TRUE(n.OnPageRead(1, 9, 1, std::vector<VectorTime>{VectorTime(2)}, {twin, kPage}).ok());
-  ASSERT_EQ(n.Fault(0, 13, Access::kRead), Outcome::kBlocked);
-  ASSERT_EQ(h.read_counts.back(), 1u);
-  EXPECT_EQ(h.landings.back().where, Where::kBuffer);
-  std::vector<uint8_t> page(kPage, 3);
-  ASSERT_TRUE(n.OnPageRead(1, 13, 1, std::vector<VectorTime>{VectorTime(2)}, page).ok());
-  ASSERT_EQ(n.Fault(0, 13, Access::kRead), Outcome::kDone);
-  EXPECT_EQ(h.Frame(13)[0], 3);
-  EXPECT_EQ(h.filled, (std::vector<PageId>{8, 9, 13}));
-  EXPECT_EQ(n.stats().twins, 3u);
+  twins = h.landings.back().at;
+  ASSERT_TRUE(n.OnPageRead(1, 11, 1, std::vector<VectorTime>{VectorTime(2)}, {twins, kPage}).ok());
+  ASSERT_EQ(n.Fault(0, 11, Access::kRead), Outcome::kDone);
+  for (PageId p = 12; p < 16; p += h.read_counts.back()) {
+    ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kBlocked) << p;
+    EXPECT_EQ(h.landings.back().where, Where::kBuffer) << p;
+    const uint32_t count = h.read_counts.back();
+    ASSERT_TRUE(n.OnPageRead(1, p, 1, std::vector<VectorTime>(count, VectorTime(2)),
+                             std::vector<uint8_t>(count * kPage)).ok());
+  }
+  EXPECT_GE(*std::max_element(h.read_counts.end() - 2, h.read_counts.end()), 2u);
+  EXPECT_EQ(n.stats().twins, 3u + 1u + 4u);
 }
 
 // nil, a cohort lock: a remote acquire swaps the tail word at the home (one
