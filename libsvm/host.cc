@@ -352,7 +352,7 @@ thread_local LockId t_last_released = 0;  // by this thread: LookForRequests
 // drive of the transport at any take) handed locks away from barnes and
 // water-nsquared and slowed them (doc/locks.md).
 void Runtime::LookForRequests(std::unique_lock<std::mutex>& lock, LockId l) {
-  if (opts_.transport == "shm" || l != t_last_released || !node_->MayBeWanted(l)) return;
+  if (l != t_last_released || opts_.transport == "shm" || !node_->MayBeWanted(l)) return;
   lock.unlock();
   sched_yield();
   HeedNudge();

@@ -166,9 +166,7 @@ void Node::MakeTwin(PageId p, Page& pg, std::span<const uint8_t> from) {
     pg.twin = spare_twins_.back();
     spare_twins_.pop_back();
   } else if (pg.twin == nullptr) {
-    if (slab_next_ == slab_end_) NewTwinSlab();
-    pg.twin = slab_next_;
-    slab_next_ += page_size;
+    pg.twin = FreshTwins(1);
   }
   std::memcpy(pg.twin, from.empty() ? host_->Frame(p).data() : from.data(), page_size);
   stats_.twins++;
@@ -198,8 +196,8 @@ uint8_t* Node::FreshTwins(size_t count) {
 Host::Landing Node::LandingFor(const Page& pg, uint32_t count) {
   using Where = Host::Landing::Where;
   if (pg.state == Page::State::kInvalid && (pg.framed || !host_->Fills())) return {Where::kFrames};
-  if (count < 2 || !config_.scan_writes || !host_->Fills() || pg.state != Page::State::kInvalid ||
-      pg.framed || spare_twins_.size() >= count)
+  // Past here an invalid page has no frame and the host fills.
+  if (count < 2 || !config_.scan_writes || pg.state != Page::State::kInvalid || spare_twins_.size() >= count)
     return {Where::kBuffer};
   TwinLanding& l = landings_.emplace_back();
   l.at = FreshTwins(count);
@@ -745,12 +743,11 @@ Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<co
     if (v.size() != nodes()) return Status::Malformed("page reply of the wrong version size");
   ProtectionBatch batch(this);
   filling_ = !in_frames && host_->Fills();
-  for (auto it = landings_.begin(); it != landings_.end(); ++it) {
-    if (it->at == data.data()) {
-      landing_ = *it;
-      landings_.erase(it);
-      break;
-    }
+  if (auto it = std::find_if(landings_.begin(), landings_.end(),
+                             [&](const TwinLanding& l) { return l.at == data.data(); });
+      it != landings_.end()) {
+    landing_ = *it;
+    landings_.erase(it);
   }
   const uint32_t run = pg.run;
   for (uint32_t i = 0; i < run; ++i) {
