@@ -67,7 +67,8 @@ class Host {
 
   // Memory the Node is about to use (a slab of twins): the host may commit
   // it now, in one step, rather than a page fault per page as it is first
-  // written (the runtime: MADV_POPULATE_WRITE). A hint.
+  // written (the runtime: MADV_POPULATE_WRITE, in huge pages where it holds
+  // whole ones). A hint.
   virtual void Populate(std::span<uint8_t> memory) { (void)memory; }
 
   // Thread t, blocked by an operation that returned Outcome::kBlocked, should

@@ -489,9 +489,12 @@ class Node {
   // the last from kFirstTwinSlab pages up to kMaxTwinSlab (a first touch of
   // 4,000 pages: 7 slabs, not 63); twins are taken from the newest slab in
   // turn (slab_next_ of slab_end_), and a dropped one goes to spare_twins_.
-  static constexpr size_t kFirstTwinSlab = 64, kMaxTwinSlab = 1024;
+  // A slab is aligned to its size up to kHugeSlabAlign, so that the host
+  // can back a slab of 2 MiB or more with huge pages (Host::Populate).
+  static constexpr size_t kFirstTwinSlab = 64, kMaxTwinSlab = 1024, kHugeSlabAlign = size_t{2} << 20;
   struct SlabFree {
-    void operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t(4096)); }
+    std::align_val_t align;
+    void operator()(uint8_t* p) const { ::operator delete(p, align); }
   };
   std::vector<std::unique_ptr<uint8_t, SlabFree>> twin_slabs_;
   size_t twin_slab_pages_ = 0;  // the newest slab's
