@@ -57,6 +57,7 @@ class MemoryHost : public Host {
     return done;
   }
   bool Fills() const override { return fills; }
+  void Populate(std::span<uint8_t> memory) override { populated.push_back(memory); }
   // scan_writes, as the kernel's async write-protect: a write to a read page
   // goes through and clears its armed bit; FindWritten reports mapped pages
   // that are not armed and arms them.
@@ -92,6 +93,7 @@ class MemoryHost : public Host {
   bool fills = false;
   int fill_calls = 0;
   std::vector<PageId> filled;  // by Fill, in order
+  std::vector<std::span<uint8_t>> populated;  // twin slabs, in order
   bool scan_writes = false;
   PageId frames_end = UINT64_MAX;  // one run of frames
 
@@ -1506,6 +1508,49 @@ TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
   }
   EXPECT_GE(*std::max_element(h.read_counts.end() - 2, h.read_counts.end()), 2u);
   EXPECT_EQ(n.stats().twins, 3u + 1u + 4u);
+}
+
+// Runs read into fresh twins take the twin slabs in turn, each twice the
+// last, and one of 2 MiB or more starts on a 2 MiB boundary: the host can
+// commit it in huge pages.
+TEST(NodeModeTest, TwinSlabsGrowAndAHugeOneIsAlignedForHugePages) {
+  using Where = Host::Landing::Where;
+  constexpr size_t kHuge = size_t{2} << 20;
+  ModeHost h(2);
+  h.fills = true;
+  h.scan_writes = true;
+  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 1);
+  cfg.geometry.pages = 4096;
+  cfg.home_policy = HomePolicy::kBlock;  // node 1 is home of pages 2048..4095
+  cfg.scan_writes = true;
+  Node n(cfg, &h);
+  for (PageId p = 2048; p < 4096; p += h.read_counts.back()) {
+    ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kBlocked) << p;
+    const uint32_t count = h.read_counts.back();
+    std::vector<uint8_t> buffer;
+    std::span<uint8_t> bytes;
+    if (h.landings.back().where == Where::kAt) {
+      bytes = {h.landings.back().at, count * kPage};
+    } else {
+      buffer.resize(count * kPage);
+      bytes = buffer;
+    }
+    for (uint32_t i = 0; i < count; ++i) bytes[i * kPage] = uint8_t(p + i);
+    ASSERT_TRUE(n.OnPageRead(1, p, 1, std::vector<VectorTime>(count, VectorTime(2)), bytes).ok()) << p;
+    ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kDone) << p;
+  }
+  EXPECT_EQ(n.stats().twins, 2048u);
+  ASSERT_GE(h.populated.size(), 6u);
+  for (size_t i = 1; i < h.populated.size(); ++i)
+    EXPECT_EQ(h.populated[i].size(), std::min(2 * h.populated[i - 1].size(), 1024 * kPage)) << i;
+  size_t huge = 0;
+  for (std::span<uint8_t> slab : h.populated) {
+    if (slab.size() < kHuge) continue;
+    huge++;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(slab.data()) % kHuge, 0u) << slab.size();
+  }
+  EXPECT_GE(huge, 2u);
+  for (PageId p : {2048, 3000, 4095}) EXPECT_EQ(h.Frame(p)[0], uint8_t(p));
 }
 
 // nil, a cohort lock: a remote acquire swaps the tail word at the home (one
