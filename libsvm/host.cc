@@ -313,9 +313,8 @@ void Runtime::Populate(std::span<uint8_t> memory) {
 #endif
   // A huge page costs a third less to commit than its 512 small ones here
   // (a cold page run commits a twin a page).
-  constexpr size_t kHuge = size_t{2} << 20;
-  if (memory.size() >= kHuge && reinterpret_cast<uintptr_t>(memory.data()) % kHuge == 0)
-    (void)madvise(memory.data(), memory.size() / kHuge * kHuge, MADV_HUGEPAGE);
+  if (memory.size() >= kHugePageBytes && reinterpret_cast<uintptr_t>(memory.data()) % kHugePageBytes == 0)
+    (void)madvise(memory.data(), memory.size() / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
   (void)madvise(memory.data(), memory.size(), MADV_POPULATE_WRITE);  // a hint: errors cost only faults
 }
 

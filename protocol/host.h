@@ -17,6 +17,9 @@
 
 namespace svm {
 
+// The huge page a host may back memory with (Host::Populate): x86-64's 2 MiB.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 class Host {
  public:
   virtual ~Host() = default;

@@ -489,9 +489,9 @@ class Node {
   // the last from kFirstTwinSlab pages up to kMaxTwinSlab (a first touch of
   // 4,000 pages: 7 slabs, not 63); twins are taken from the newest slab in
   // turn (slab_next_ of slab_end_), and a dropped one goes to spare_twins_.
-  // A slab is aligned to its size up to kHugeSlabAlign, so that the host
-  // can back a slab of 2 MiB or more with huge pages (Host::Populate).
-  static constexpr size_t kFirstTwinSlab = 64, kMaxTwinSlab = 1024, kHugeSlabAlign = size_t{2} << 20;
+  // A slab is aligned to its size up to kHugePageBytes, so that the host
+  // can back a slab of a huge page or more with huge pages (Host::Populate).
+  static constexpr size_t kFirstTwinSlab = 64, kMaxTwinSlab = 1024;
   struct SlabFree {
     std::align_val_t align;
     void operator()(uint8_t* p) const { ::operator delete(p, align); }

@@ -175,7 +175,7 @@ void Node::MakeTwin(PageId p, Page& pg, std::span<const uint8_t> from) {
 void Node::NewTwinSlab() {
   twin_slab_pages_ = std::min(kMaxTwinSlab, twin_slab_pages_ == 0 ? kFirstTwinSlab : 2 * twin_slab_pages_);
   const size_t bytes = twin_slab_pages_ * config_.geometry.page_size;
-  const std::align_val_t align{std::min(bytes, kHugeSlabAlign)};
+  const std::align_val_t align{std::min(bytes, kHugePageBytes)};
   twin_slabs_.emplace_back(static_cast<uint8_t*>(::operator new(bytes, align)), SlabFree{align});
   slab_next_ = twin_slabs_.back().get();
   slab_end_ = slab_next_ + bytes;

@@ -1515,7 +1515,6 @@ TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
 // commit it in huge pages.
 TEST(NodeModeTest, TwinSlabsGrowAndAHugeOneIsAlignedForHugePages) {
   using Where = Host::Landing::Where;
-  constexpr size_t kHuge = size_t{2} << 20;
   ModeHost h(2);
   h.fills = true;
   h.scan_writes = true;
@@ -1545,9 +1544,9 @@ TEST(NodeModeTest, TwinSlabsGrowAndAHugeOneIsAlignedForHugePages) {
     EXPECT_EQ(h.populated[i].size(), std::min(2 * h.populated[i - 1].size(), 1024 * kPage)) << i;
   size_t huge = 0;
   for (std::span<uint8_t> slab : h.populated) {
-    if (slab.size() < kHuge) continue;
+    if (slab.size() < kHugePageBytes) continue;
     huge++;
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(slab.data()) % kHuge, 0u) << slab.size();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(slab.data()) % kHugePageBytes, 0u) << slab.size();
   }
   EXPECT_GE(huge, 2u);
   for (PageId p : {2048, 3000, 4095}) EXPECT_EQ(h.Frame(p)[0], uint8_t(p));
