@@ -1444,6 +1444,18 @@ std::vector<std::pair<NodeId, Message>> Sent(const ModeHost& h, size_t from, Nod
   return out;
 }
 
+// rf, 2 x 1, block homes, writes found by scans, on a host that fills (as
+// the uffd runtime does): node 1 is home of the upper half of the pages.
+NodeConfig ScanningRfOnAFillingHost(ModeHost& h, uint64_t pages) {
+  h.fills = true;
+  h.scan_writes = true;
+  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 1);
+  cfg.geometry.pages = pages;
+  cfg.home_policy = HomePolicy::kBlock;
+  cfg.scan_writes = true;
+  return cfg;
+}
+
 // rf under scan_writes on a host that fills: a run of pages never fetched here is
 // read into fresh twins, side by side, and its frame filled from there (the
 // twin is the fetched copy: a write found later diffs against it); twins a
@@ -1452,12 +1464,8 @@ std::vector<std::pair<NodeId, Message>> Sent(const ModeHost& h, size_t from, Nod
 TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
   using Where = Host::Landing::Where;
   ModeHost h(2);
-  h.fills = true;
-  h.scan_writes = true;
-  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 1);
-  cfg.home_policy = HomePolicy::kBlock;  // node 1 is home of pages 8..15
+  NodeConfig cfg = ScanningRfOnAFillingHost(h, 16);  // node 1 is home of pages 8..15
   cfg.max_run = 4;
-  cfg.scan_writes = true;
   Node n(cfg, &h);
   ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);  // one page: a buffer
   EXPECT_EQ(h.landings.back().where, Where::kBuffer);
@@ -1516,13 +1524,7 @@ TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
 TEST(NodeModeTest, TwinSlabsGrowAndAHugeOneIsAlignedForHugePages) {
   using Where = Host::Landing::Where;
   ModeHost h(2);
-  h.fills = true;
-  h.scan_writes = true;
-  NodeConfig cfg = ModeConfig(Mode::kRf, 2, 1);
-  cfg.geometry.pages = 4096;
-  cfg.home_policy = HomePolicy::kBlock;  // node 1 is home of pages 2048..4095
-  cfg.scan_writes = true;
-  Node n(cfg, &h);
+  Node n(ScanningRfOnAFillingHost(h, 4096), &h);  // node 1 is home of pages 2048..4095
   for (PageId p = 2048; p < 4096; p += h.read_counts.back()) {
     ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kBlocked) << p;
     const uint32_t count = h.read_counts.back();
