@@ -91,12 +91,19 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
   if (spin_ns == kAdaptiveSpin) spin_ns = s.spin_ns;
   const int64_t start = NowNs();
   const int64_t until = spin ? start + spin_ns : 0;
-  for (int64_t now = start; !woken() && now < until; now = NowNs()) {
-    if (nic_ == nullptr) {
-      __builtin_ia32_pause();
-    } else if (nic_->recv_queue().SpinReady(std::chrono::nanoseconds(until - now), woken) &&
-               !woken() && !DispatchWhileWaiting()) {
-      sched_yield();  // the handler thread has the next message; let it run
+  {
+    // The messages that come while we spin are ours to dispatch: they need
+    // not wake the handler thread, which would only take this CPU from us.
+    std::optional<nic::RecvQueue::Watch> watch;
+    if (spin && nic_ != nullptr) watch.emplace(&nic_->recv_queue());
+    for (int64_t now = start; !woken() && now < until; now = NowNs()) {
+      if (nic_ == nullptr) {
+        __builtin_ia32_pause();
+      } else if (nic_->recv_queue().SpinReady(std::chrono::nanoseconds(until - now), woken) &&
+                 !woken() && !DispatchWhileWaiting()) {
+        nic_->recv_queue().WakeSleeper();  // the handler thread has the next message
+        sched_yield();
+      }
     }
   }
   spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);

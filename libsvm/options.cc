@@ -1,5 +1,8 @@
 #include "libsvm/options.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -258,12 +261,21 @@ Status ReadOptions(Options* out) {
 
 namespace {
 // Whether each of this host's nodes can have a CPU of its own.
+uint32_t HostNodes(const Options& o) { return o.host_nodes != 0 ? o.host_nodes : o.transport == "shm" ? o.nodes : 1; }
+uint32_t HostCpus(const Options& o, uint32_t online_cpus) { return o.host_cpus != 0 ? o.host_cpus : online_cpus; }
+
 bool NodesFitCpus(const Options& o, uint32_t online_cpus) {
-  const uint32_t nodes = o.host_nodes != 0 ? o.host_nodes : o.transport == "shm" ? o.nodes : 1;
-  const uint32_t cpus = o.host_cpus != 0 ? o.host_cpus : online_cpus;
-  return cpus == 0 || nodes <= cpus;
+  const uint32_t cpus = HostCpus(o, online_cpus);
+  return cpus == 0 || HostNodes(o) <= cpus;
 }
 }  // namespace
+
+uint32_t NodeCpus(const Options& o, uint32_t online_cpus) {
+  uint32_t n = std::max<uint32_t>(1, HostCpus(o, online_cpus) / std::max<uint32_t>(1, HostNodes(o)));
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) n = std::min<uint32_t>(n, uint32_t(CPU_COUNT(&mask)));
+  return std::max<uint32_t>(1, n);
+}
 
 bool ShouldSpin(const Options& o, uint32_t online_cpus) {
   if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;

@@ -71,6 +71,9 @@ bool ShouldSpin(const Options& o, uint32_t online_cpus);
 // Whether waits for other threads may spin longer than kWaitSpinNs when
 // recent waits were short (Runtime::SpinThenSleep's adaptive budget).
 bool ShouldSpinLong(const Options& o, uint32_t online_cpus);
+// How many CPUs this node's threads may use: those of its affinity mask
+// (svmrun --pin), at most its share of the host's CPUs, at least 1.
+uint32_t NodeCpus(const Options& o, uint32_t online_cpus);
 
 // One line per variable (value as set, or "(default)"), for SVM_VERBOSE.
 std::string DescribeEnvironment();

@@ -90,6 +90,7 @@ Status Runtime::Start() {
   const auto cpus = uint32_t(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN)));
   spin_ = ShouldSpin(opts_, cpus);
   spin_long_ = ShouldSpinLong(opts_, cpus);
+  cpus_here_ = int(NodeCpus(opts_, cpus));
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
   if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");
   if (!opts_.stats_dir.empty() || opts_.show_stats) {
@@ -402,7 +403,12 @@ void Runtime::HandlerLoop() {
     const bool poll = poll_hint_.load(std::memory_order_relaxed);
     const auto idle = poll ? std::chrono::milliseconds(1)
                            : rings_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(200);
-    if (nic_->recv_queue().WaitReady(idle)) {
+    // One spinner a CPU: while waiting application threads spin on this
+    // queue (and take its messages), this thread does not spin beside them.
+    const bool ready = nic_->recv_queue().WaitReady(idle, [this] {
+      return spinning_waiters_.load(std::memory_order_relaxed) < cpus_here_;
+    });
+    if (ready) {
       std::lock_guard<std::mutex> d(dispatch_mu_);
       size_t n = nic_->recv_queue().Poll(batch);
       for (size_t i = 0; i < n; ++i) {

@@ -15,6 +15,10 @@
 // sleeping Wait leaves that to the Nic's own thread, or, where the driver
 // can sleep on its source itself (QueueDriver::Sleep), sleeps there and
 // drives again when woken: one wake-up per item instead of two.
+// A thread that spins on the queue for items it will take itself may say so
+// (Watch): while it does, a push wakes no sleeper, so a consumer asleep on
+// the same queue (the runtime's handler thread) is not woken to race it for
+// the CPU; the watcher wakes one as it leaves if items are left.
 // Invariant: size_ == items_.size() whenever mu_ is free.
 // The items live in a ring that keeps its storage: a queue that fills and
 // empties allocates nothing once it has held its most items (a std::deque
@@ -102,13 +106,16 @@ class QueueDriver {
   }
   // Ends every Sleep now (the queue's consumers are asked to stop).
   virtual void Interrupt() {}
+  // Wakes a consumer in Sleep: items wait in the queue that nobody watches.
+  virtual void WakeSleeper() {}
 };
 
 namespace internal {
 // SpinUntil, driving d between checks (each Drive is a syscall or so, so the
 // clock is read every round).
-template <typename F>
-bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until, bool then_sleeps = false) {
+// Gives up early when stop() holds.
+template <typename F, typename S>
+bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until, bool then_sleeps, S stop) {
   if (ready()) return true;
   d.Enter();
   for (uint32_t i = 1;; ++i) {
@@ -117,7 +124,7 @@ bool DriveUntil(F ready, QueueDriver& d, Clock::time_point until, bool then_slee
       d.Leave(true);
       return true;
     }
-    if (Clock::now() >= until) {
+    if (Clock::now() >= until || stop()) {
       if (then_sleeps) {
         d.LeaveToSleep();
       } else {
@@ -153,8 +160,41 @@ class WaitQueue {
     std::lock_guard<std::mutex> l(mu_);
     if (items_.full()) items_.set_capacity(std::max<size_t>(kFirstCapacity, 2 * items_.capacity()));
     items_.push_back(std::move(item));
-    size_.store(items_.size(), std::memory_order_release);
-    if (sleepers_ > 0) cv_.notify_one();
+    size_.store(items_.size(), std::memory_order_seq_cst);
+    if (sleepers_ > 0 && !watched()) cv_.notify_one();
+  }
+
+  // While a Watch lives, its thread spins on the queue and takes what comes:
+  // pushes wake no sleeper (Push; a Nic whose driver sleeps checks watched()
+  // before it wakes one). Leaving, it wakes a sleeper if items are left.
+  // Both sides are sequentially consistent: a push that saw the watch is
+  // seen by the watcher's last look.
+  class Watch {
+   public:
+    explicit Watch(WaitQueue* q) : q_(q) {
+      if (q_) q_->watchers_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    ~Watch() {
+      if (!q_) return;
+      q_->watchers_.fetch_sub(1, std::memory_order_seq_cst);
+      if (q_->size_.load(std::memory_order_seq_cst) != 0) q_->WakeSleeper();
+    }
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+
+   private:
+    WaitQueue* q_;
+  };
+  bool watched() const { return watchers_.load(std::memory_order_seq_cst) != 0; }
+  // Wakes a consumer asleep in Wait or WaitReady if items are there: for a
+  // watcher that leaves one it will not take.
+  void WakeSleeper() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (items_.empty()) return;
+      if (sleepers_ > 0) cv_.notify_one();
+    }
+    if (std::shared_ptr<QueueDriver> d = CurrentDriver()) d->WakeSleeper();
   }
 
   // Moves up to out.size() items into out; returns how many. Never blocks
@@ -206,6 +246,13 @@ class WaitQueue {
   // Waits (spin, drive, sleep: as Wait) up to `timeout` until the queue holds
   // an item, and leaves it there. False on timeout.
   bool WaitReady(std::chrono::nanoseconds timeout) {
+    return WaitReady(timeout, [] { return true; });
+  }
+  // As WaitReady, but spins only while may_spin() holds (it is looked at as
+  // the spin goes on): a thread whose spin would take a CPU another thread
+  // spins on sleeps at once. A wait that did not spin leaves the budget be.
+  template <typename F>
+  bool WaitReady(std::chrono::nanoseconds timeout, F may_spin) {
     using internal::Clock;
     const auto start = Clock::now();
     const auto deadline = start + timeout;
@@ -216,11 +263,13 @@ class WaitQueue {
     auto spin = [&](Clock::time_point until) { return Spin(ready, until, sleeps_on_driver); };
     if (policy_.mode == WaitMode::kBusyPoll) return Spin(ready, deadline);
     auto budget = std::min(policy_.max_spin, std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed)));
-    if (spin(std::min(deadline, start + budget))) {
+    bool adapt = may_spin();
+    if (adapt && Spin(ready, std::min(deadline, start + budget), sleeps_on_driver, [&] { return !may_spin(); })) {
       auto took = Clock::now() - start;
       if (2 * took > budget) Adapt(std::min(internal::kMaxSpin, budget * 2));
       return true;
     }
+    if (!may_spin()) adapt = false;  // not spun, or cut short: no verdict on the budget
     if (Clock::now() >= deadline) return false;
     if (QueueDriver* d = driver.get()) {
       const std::function<bool()> ready_or_stop = [&] { return ready() || stopping(); };
@@ -233,7 +282,7 @@ class WaitQueue {
       }
       if (slept) {
         const bool got = ready();
-        AdaptAfterSleep(got, Clock::now() - start, budget);
+        if (adapt) AdaptAfterSleep(got, Clock::now() - start, budget);
         return got;
       }
     }
@@ -243,7 +292,7 @@ class WaitQueue {
         cv_.wait_until(l, deadline, [this] { return !items_.empty() || stop_waits_; }) && !items_.empty();
     --sleepers_;
     l.unlock();
-    AdaptAfterSleep(got, Clock::now() - start, budget);
+    if (adapt) AdaptAfterSleep(got, Clock::now() - start, budget);
     return got;
   }
 
@@ -273,10 +322,15 @@ class WaitQueue {
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   template <typename F>
   bool Spin(F ready, internal::Clock::time_point until, bool then_sleeps = false) {
+    return Spin(ready, until, then_sleeps, [] { return false; });
+  }
+  // Spin, giving up early when stop() holds.
+  template <typename F, typename S>
+  bool Spin(F ready, internal::Clock::time_point until, bool then_sleeps, S stop) {
     if (ready()) return true;
     std::shared_ptr<QueueDriver> driver = CurrentDriver();
-    return driver ? internal::DriveUntil(ready, *driver, until, then_sleeps)
-                  : internal::SpinUntil(ready, until);
+    return driver ? internal::DriveUntil(ready, *driver, until, then_sleeps, stop)
+                  : internal::SpinUntil([&] { return ready() || stop(); }, until) && ready();
   }
   size_t PopLocked(std::span<T> out) {
     size_t n = 0;
@@ -301,6 +355,7 @@ class WaitQueue {
     spin_ns_.store(b.count(), std::memory_order_relaxed);
   }
 
+  std::atomic<int> watchers_{0};  // live Watches
   static constexpr size_t kFirstCapacity = 16;
 
   WaitPolicy policy_;

@@ -133,6 +133,7 @@ class ShmNicImpl final : public ShmNic {
     void Leave(bool got) override;
     bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) override;
     void Interrupt() override;
+    void WakeSleeper() override;
     void Detach();  // the NIC is going: no more driving; waits out sleepers
 
    private:

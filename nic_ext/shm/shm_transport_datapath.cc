@@ -437,8 +437,10 @@ void ShmNicImpl::WakeForMessage(NodeId node) {
 // own (Driver::Sleep), must wake whoever pushed them. Not WakeForMessage,
 // whose "a poller drains the rings" is no help here: the drainer is that
 // poller (the NIC thread, a waiting thread), and the items sat in the queue
-// until the consumer's sleep timed out (kSleepSlice).
+// until the consumer's sleep timed out (kSleepSlice). Not while a thread
+// watches the queue (WaitQueue::Watch): it takes them.
 void ShmNicImpl::WakeConsumer() {
+  if (recv_queue().watched()) return;
   Bell& b = bell(self());
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (b.recv_sleepers.load(std::memory_order_seq_cst) == 0) return;
@@ -551,6 +553,15 @@ bool ShmNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::func
   --in_sleep_;
   cv_.notify_all();
   return true;
+}
+
+void ShmNicImpl::Driver::WakeSleeper() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (nic_ == nullptr) return;
+  Bell& b = nic_->bell(nic_->self());
+  if (b.recv_sleepers.load(std::memory_order_seq_cst) == 0) return;
+  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(&b.recv_seq);
 }
 
 void ShmNicImpl::Driver::Interrupt() {

@@ -170,5 +170,76 @@ TEST(WaitQueueTest, StopWaitsWakesASleeperWithoutAnItem) {
   EXPECT_EQ(v, 3);
 }
 
+// Counts the drives of a waiter's spin, and how it left (got an item or not).
+class CountingDriver final : public QueueDriver {
+ public:
+  bool Drive() override {
+    drives.fetch_add(1);
+    return false;
+  }
+  void Leave(bool got) override { (got ? left_with : left_without).fetch_add(1); }
+  std::atomic<int> drives{0}, left_with{0}, left_without{0};
+};
+
+// A wait told not to spin (the runtime's handler while an application
+// thread spins on the same queue) does not drive and sleeps until the push.
+TEST(WaitQueueTest, WaitReadyDoesNotSpinWhileItMayNot) {
+  WaitQueue<int> q;
+  auto driver = std::make_shared<CountingDriver>();
+  q.set_driver(driver);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    q.Push(1);
+  });
+  EXPECT_TRUE(q.WaitReady(std::chrono::seconds(30), [] { return false; }));
+  t.join();
+  EXPECT_EQ(driver->drives.load(), 0);
+  int v = 0;
+  EXPECT_EQ(q.Poll({&v, 1}), 1u);
+  // Allowed to spin, the same wait drives; told to stop while it spins, it
+  // stops (and leaves as a waiter without an item), then sleeps on.
+  std::atomic<bool> other_spins{false};
+  std::thread u([&] {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    other_spins = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // well past the spin
+    q.Push(2);
+  });
+  EXPECT_TRUE(q.WaitReady(std::chrono::seconds(30), [&] { return !other_spins.load(); }));
+  u.join();
+  EXPECT_GT(driver->drives.load(), 0);
+  EXPECT_EQ(driver->left_with.load(), 0);
+  EXPECT_EQ(driver->left_without.load(), 1);
+}
+
+// Pushes made while a thread watches the queue leave its sleepers asleep
+// (the watcher takes the items); one left when the watch ends wakes a
+// sleeper then, so nothing waits for the sleeper's timeout.
+TEST(WaitQueueTest, AWatchEndingWithItemsLeftWakesASleeper) {
+  WaitQueue<int> q;
+  std::atomic<bool> asleep{false};
+  std::thread sleeper([&] {
+    asleep = true;
+    EXPECT_TRUE(q.WaitReady(std::chrono::seconds(60), [] { return false; }));
+  });
+  while (!asleep) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // asleep by now, most likely
+  const auto start = std::chrono::steady_clock::now();
+  {
+    WaitQueue<int>::Watch watch(&q);
+    EXPECT_TRUE(q.watched());
+    q.Push(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(q.watched());
+  sleeper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  // A watch that ends with nothing left wakes nobody and needs nobody.
+  int v = 0;
+  EXPECT_EQ(q.Poll({&v, 1}), 1u);
+  { WaitQueue<int>::Watch watch(&q); }
+  EXPECT_EQ(q.size(), 0u);
+}
+
 }  // namespace
 }  // namespace svm::nic
