@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -91,6 +92,7 @@ Status Runtime::Start() {
   spin_ = ShouldSpin(opts_, cpus);
   spin_long_ = ShouldSpinLong(opts_, cpus);
   cpus_here_ = int(NodeCpus(opts_, cpus));
+  (void)prctl(PR_GET_NAME, program_name_);  // the main thread: the program's name
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
   if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");
   if (!opts_.stats_dir.empty() || opts_.show_stats) {
@@ -397,6 +399,7 @@ Status Runtime::OpenTrap(Segment& s) {
 // full for want of a local acquire), and run one-sided completions and
 // Node::Poll while no application thread waits to do it.
 void Runtime::HandlerLoop() {
+  pthread_setname_np(pthread_self(), "svm-handler");
   stats::RegisterThread(stats::ThreadKind::kHandler, opts_.node, 0);
   nic::Message batch[16];
   while (!stopping_.load(std::memory_order_relaxed)) {

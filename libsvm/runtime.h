@@ -384,6 +384,7 @@ class Runtime final : public Host {
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   int cpus_here_ = 1;  // CPUs this node's threads may use (NodeCpus)
+  char program_name_[16] = {};  // the main thread's name (prctl PR_GET_NAME), for threads started here
   bool spin_ = true;  // waiting threads spin before they sleep (options.h, ShouldSpin)
   bool spin_long_ = true;  // and may spin longer after short waits (ShouldSpinLong)
   // While Dispatch hands a message to the Node, Wake leaves the futex call

@@ -169,6 +169,7 @@ std::string Diagnose(pid_t tid, const StallOptions& o) {
 }
 
 void Watch(StallOptions o) {
+  pthread_setname_np(pthread_self(), "svm-stall");
   const int64_t window_ns = int64_t(o.seconds * 1e9);
   const int64_t period_ns = std::max<int64_t>(50'000'000, window_ns / 4);
   const long ticks_per_s = sysconf(_SC_CLK_TCK);

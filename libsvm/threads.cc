@@ -137,6 +137,9 @@ void* Runtime::Trampoline(void* p) {
   t_exit_value = nullptr;
   stats::RegisterThread(stats::ThreadKind::kApp, HandleNode(r->handle), r->handle & 0xffffffffu);
   Runtime* rt = Runtime::Get();
+  // A thread takes its creator's name; one this node starts for another
+  // node's request would take the spawner's: it gets the program's.
+  if (r->creator != rt->self()) pthread_setname_np(pthread_self(), rt->program_name_);
   rt->Acquire(BirthLock(r->creator, r->handle));
   rt->Release(BirthLock(r->creator, r->handle));
   rt->Acquire(DeathLock(r->handle));
@@ -304,6 +307,7 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
 }
 
 void Runtime::SpawnLoop() {
+  pthread_setname_np(pthread_self(), "svm-spawner");
   std::unique_lock<std::mutex> l(spawn_mu_);
   while (!stopping_.load()) {
     if (!free_queue_.empty()) {

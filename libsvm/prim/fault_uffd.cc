@@ -359,6 +359,7 @@ class UffdTrap final : public FaultTrap, private SignalTarget {
 
   // kUffdThread: the handler thread.
   void Serve() {
+    pthread_setname_np(pthread_self(), "svm-uffd");
     uffd_msg msgs[16];
     for (;;) {
       pollfd fds[2] = {{uffd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};

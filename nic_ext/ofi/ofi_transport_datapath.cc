@@ -44,6 +44,7 @@ bool OfiNicImpl::Driver::Drive() {
 }
 
 void OfiNicImpl::ProgressLoop() {
+  pthread_setname_np(pthread_self(), "svm-nic-ofi");
   // The shm nap is 20 us: keep the kernel from stretching it to its default
   // 50 us of timer slack.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

@@ -494,6 +494,7 @@ void ShmNicImpl::CheckLinks() {
 }
 
 void ShmNicImpl::NicThread() {
+  pthread_setname_np(pthread_self(), "svm-nic-shm");
   Bell& b = bell(self());
   auto last_work = Clock::now();
   auto last_check = last_work;

@@ -442,6 +442,7 @@ Status TcpNicImpl::Connect(std::span<const std::string> addresses) {
   std::promise<Status> ready;
   auto ready_f = ready.get_future();
   thread_ = std::thread([this, &ready] {
+    pthread_setname_np(pthread_self(), "svm-nic-tcp");
     // The ring is made here so that this thread is its single issuer.
     int rc = io_uring_queue_init(kRingEntries, &ring_,
                                  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);

@@ -213,6 +213,7 @@ void VerbsNicImpl::HandleWc(const ibv_wc& wc) {
 }
 
 void VerbsNicImpl::CompletionLoop() {
+  pthread_setname_np(pthread_self(), "svm-nic-verbs");
   ibv_req_notify_cq(cq_, 0);
   while (!stop_.load()) {
     ibv_wc wc[32];

@@ -175,6 +175,8 @@ std::vector<Case> Cases() {
   rt("pthread-exit", "threads", {"exit", "{P}"}, [](const Point& p) {
     return Lines{"exit " + Str(SumCreated(p, [](long i) { return i * 3 + 1; }))};
   });
+  rt("thread-names", "threads", {"names", "{P}"},
+     [](const Point& p) { return Lines{"names " + Str(p.workers() - 1)}; });
   rt("detach", "threads", {"detach", "{P}"}, [](const Point& p) {
     return Lines{"detach " + Str(SumCreated(p, [](long i) { return i * i + 5; }))};
   });

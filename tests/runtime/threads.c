@@ -5,12 +5,17 @@
  *   exit    workers leave through pthread_exit(i*3+1) from a nested call;
  *           prints "exit SUM"
  *   detach  workers are detached at once; each writes its result and posts a
- *           semaphore; main waits P-1 times; prints "detach SUM" */
+ *           semaphore; main waits P-1 times; prints "detach SUM"
+ *   names   each worker reads its thread name, wherever it runs: it must be
+ *           main's (the program's, not a runtime thread's); prints
+ *           "names N" with N the workers whose name was main's */
 #include <semaphore.h>
+#include <sys/prctl.h>
 
 #include "prog.h"
 
 static pthread_t self_of[MAX_WORKERS];
+static char main_name[16], name_of[MAX_WORKERS][16];
 static long result[MAX_WORKERS];
 static sem_t done;
 
@@ -27,6 +32,19 @@ static void leave(long i) {
 static void* exiting(void* arg) {
   leave((long)arg);
   return (void*)-1; /* not reached */
+}
+
+/* prctl writes the name in the kernel: into a stack buffer (svm does not
+ * fault in shared pages for prctl), then copied. */
+static void get_name(char* out) {
+  char name[16];
+  CHECK(prctl(PR_GET_NAME, name) == 0, "PR_GET_NAME");
+  memcpy(out, name, sizeof name);
+}
+
+static void* named(void* arg) {
+  get_name(name_of[(long)arg]);
+  return NULL;
 }
 
 static void* detached(void* arg) {
@@ -71,6 +89,15 @@ int main(int argc, char** argv) {
     for (int i = 1; i < p; ++i) CHECK(sem_wait(&done) == 0, "sem_wait");
     for (int i = 1; i < p; ++i) sum += result[i];
     printf("detach %ld\n", sum);
+  } else if (strcmp(mode, "names") == 0) {
+    get_name(main_name);
+    for (long i = 1; i < p; ++i) CHECK(pthread_create(&t[i], NULL, named, (void*)i) == 0, "create");
+    for (int i = 1; i < p; ++i) {
+      CHECK(pthread_join(t[i], NULL) == 0, "join");
+      if (strcmp(name_of[i], main_name) == 0) ++sum;
+      else fprintf(stderr, "worker %d is named \"%s\", main \"%s\"\n", i, name_of[i], main_name);
+    }
+    printf("names %ld\n", sum);
   } else {
     CHECK(0, "unknown mode %s", mode);
   }
