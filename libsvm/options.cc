@@ -260,10 +260,11 @@ Status ReadOptions(Options* out) {
 }
 
 namespace {
-// Whether each of this host's nodes can have a CPU of its own.
+// The nodes and CPUs of this host, as far as the options say.
 uint32_t HostNodes(const Options& o) { return o.host_nodes != 0 ? o.host_nodes : o.transport == "shm" ? o.nodes : 1; }
 uint32_t HostCpus(const Options& o, uint32_t online_cpus) { return o.host_cpus != 0 ? o.host_cpus : online_cpus; }
 
+// Whether each of this host's nodes can have a CPU of its own.
 bool NodesFitCpus(const Options& o, uint32_t online_cpus) {
   const uint32_t cpus = HostCpus(o, online_cpus);
   return cpus == 0 || HostNodes(o) <= cpus;
