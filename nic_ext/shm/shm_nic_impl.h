@@ -180,7 +180,8 @@ class ShmNicImpl final : public ShmNic {
   bool WorkVisible();     // cheap: would Progress find something?
   void WakeIfIdle(NodeId node);
   void WakeForMessage(NodeId node);
-  void WakeConsumer();  // after a push to recv_queue()
+  void WakeConsumer();  // after a push to recv_queue(), unless a thread watches it
+  void WakeRecvSleeper();  // the consumer asleep in Driver::Sleep, if any
   void WakeSelf();
   bool MessagesWaiting();
   void NoteGone(NodeId node);  // a peer shut down or died

@@ -440,7 +440,10 @@ void ShmNicImpl::WakeForMessage(NodeId node) {
 // until the consumer's sleep timed out (kSleepSlice). Not while a thread
 // watches the queue (WaitQueue::Watch): it takes them.
 void ShmNicImpl::WakeConsumer() {
-  if (recv_queue().watched()) return;
+  if (!recv_queue().watched()) WakeRecvSleeper();
+}
+
+void ShmNicImpl::WakeRecvSleeper() {
   Bell& b = bell(self());
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (b.recv_sleepers.load(std::memory_order_seq_cst) == 0) return;
@@ -558,11 +561,7 @@ bool ShmNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::func
 
 void ShmNicImpl::Driver::WakeSleeper() {
   std::lock_guard<std::mutex> l(mu_);
-  if (nic_ == nullptr) return;
-  Bell& b = nic_->bell(nic_->self());
-  if (b.recv_sleepers.load(std::memory_order_seq_cst) == 0) return;
-  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
-  FutexWake(&b.recv_seq);
+  if (nic_ != nullptr) nic_->WakeRecvSleeper();
 }
 
 void ShmNicImpl::Driver::Interrupt() {
