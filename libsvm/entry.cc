@@ -1,6 +1,7 @@
 #include "libsvm/entry.h"
 
 #include <errno.h>
+#include <link.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,6 +92,27 @@ void* Move(void* p, size_t old_size, size_t n) {
 
 int RunMain(int argc, char** argv, char** envp) { ExitJob(g_main(argc, argv, envp)); }
 
+// libc's mapped range (its loadable segments), found when libsvm loads.
+struct Span {
+  uintptr_t lo = 0, hi = 0;
+};
+Span g_libc;
+
+int FindLibc(dl_phdr_info* info, size_t, void* out) {
+  const auto at = reinterpret_cast<uintptr_t>(&__libc_free);
+  Span s{UINTPTR_MAX, 0};
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    s.lo = std::min<uintptr_t>(s.lo, info->dlpi_addr + ph.p_vaddr);
+    s.hi = std::max<uintptr_t>(s.hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (at < s.lo || at >= s.hi) return 0;
+  *static_cast<Span*>(out) = s;
+  return 1;
+}
+__attribute__((constructor)) void LocateLibc() { dl_iterate_phdr(FindLibc, &g_libc); }
+
 }  // namespace
 
 int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)(),
@@ -141,6 +163,13 @@ pid_t Fork() {
 void* Malloc(size_t n) {
   if (__builtin_expect(ToHeap(), 1)) return HeapFailed(g_heap->Malloc(n), n);
   return Failed(PrivateMalloc(n));
+}
+
+void* ReadyForLibc(void* p, size_t n, const void* caller) {
+  const auto at = reinterpret_cast<uintptr_t>(caller);
+  if (__builtin_expect(at >= g_libc.lo && at < g_libc.hi, 0) && ToHeap() && InHeap(p))
+    Runtime::Get()->PrepareBuffer(p, n, Access::kWrite);
+  return p;
 }
 
 void Free(void* p) {

@@ -40,6 +40,15 @@ void* Memalign(size_t align, size_t n);
 void* Valloc(size_t n);
 void* Pvalloc(size_t n);
 size_t UsableSize(void* p);
+// Returns p, a block of n bytes that the code at `caller` (the allocation's
+// return address) asked for. A block libc asked for is prefaulted for
+// writing: libc fills some of its buffers with its own read(2), which no
+// gate sees (a stream's buffer: nsswitch.conf, /etc/passwd, a time zone
+// file), and under the SIGBUS and mprotect backends the kernel cannot fill
+// a fresh shared page (getpwuid failed with EFAULT, localtime fell back to
+// UTC). The block stays in the shared heap: what libc returns (strdup,
+// getline) may be shared.
+void* ReadyForLibc(void* p, size_t n, const void* caller);
 
 int ThreadCreate(pthread_t* t, const pthread_attr_t* attr, void* (*start)(void*), void* arg);
 int ThreadJoin(pthread_t t, void** value);

@@ -24,11 +24,12 @@ int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
 void exit(int status) { ExitJob(status); }
 pid_t fork(void) { return Fork(); }
 
-void* malloc(size_t n) { return Malloc(n); }
+#define SVM_CALLER __builtin_return_address(0)
+void* malloc(size_t n) { return ReadyForLibc(Malloc(n), n, SVM_CALLER); }
 void free(void* p) { Free(p); }
-void* calloc(size_t n, size_t size) { return Calloc(n, size); }
-void* realloc(void* p, size_t n) { return Realloc(p, n); }
-void* reallocarray(void* p, size_t n, size_t size) { return ReallocArray(p, n, size); }
+void* calloc(size_t n, size_t size) { return ReadyForLibc(Calloc(n, size), n * size, SVM_CALLER); }
+void* realloc(void* p, size_t n) { return ReadyForLibc(Realloc(p, n), n, SVM_CALLER); }
+void* reallocarray(void* p, size_t n, size_t size) { return ReadyForLibc(ReallocArray(p, n, size), n * size, SVM_CALLER); }
 int posix_memalign(void** out, size_t align, size_t n) { return PosixMemalign(out, align, n); }
 void* aligned_alloc(size_t align, size_t n) { return AlignedAlloc(align, n); }
 void* memalign(size_t align, size_t n) { return Memalign(align, n); }
@@ -203,6 +204,15 @@ int IsoScanf(const char* fmt, ...) { va_list ap; va_start(ap, fmt); int r = Vsca
 #include <sys/times.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/sendfile.h>
+#include <sys/statvfs.h>
+#include <sys/timerfd.h>
+#include <sys/xattr.h>
+#include <grp.h>
 #include <threads.h>
 #include <unistd.h>
 #include <utime.h>
@@ -323,6 +333,54 @@ SVM_NEXT_FN(real_pthread_sigmask, int (*)(int, const sigset_t*, sigset_t*), "pth
 extern "C" int pthread_sigmask(int h, const sigset_t* s, sigset_t* o) { return GateErr({InOf(s), OutOf(o)}, [&] { return real_pthread_sigmask.get()(h, s, o); }); }
 SVM_GATE(int, sigpending, (sigset_t* s), (s), SVM_B(OutOf(s)))
 SVM_GATE(int, sigsuspend, (const sigset_t* s), (s), SVM_B(InOf(s)))
+SVM_GATE(int, sigwait, (const sigset_t* s, int* n), (s, n), SVM_B(InOf(s), OutOf(n)))
+SVM_GATE(int, sigwaitinfo, (const sigset_t* s, siginfo_t* i), (s, i), SVM_B(InOf(s), OutOf(i)))
+SVM_GATE(int, sigtimedwait, (const sigset_t* s, siginfo_t* i, const struct timespec* t), (s, i, t), SVM_B(InOf(s), OutOf(i), InOf(t)))
+SVM_GATE(pid_t, wait3, (int* s, int o, struct rusage* u), (s, o, u), SVM_B(OutOf(s), OutOf(u)))
+SVM_GATE(pid_t, wait4, (pid_t p, int* s, int o, struct rusage* u), (p, s, o, u), SVM_B(OutOf(s), OutOf(u)))
+SVM_GATE(int, clock_gettime, (clockid_t c, struct timespec* t), (c, t), SVM_B(OutOf(t)))
+SVM_GATE(int, clock_getres, (clockid_t c, struct timespec* t), (c, t), SVM_B(OutOf(t)))
+SVM_GATE(int, timer_create, (clockid_t c, struct sigevent* e, timer_t* t), (c, e, t), SVM_B(InOf(e), OutOf(t)))
+SVM_GATE(int, timer_settime, (timer_t t, int f, const struct itimerspec* v, struct itimerspec* o), (t, f, v, o), SVM_B(InOf(v), OutOf(o)))
+SVM_GATE(int, timer_gettime, (timer_t t, struct itimerspec* v), (t, v), SVM_B(OutOf(v)))
+SVM_GATE(int, timerfd_settime, (int fd, int f, const struct itimerspec* v, struct itimerspec* o), (fd, f, v, o), SVM_B(InOf(v), OutOf(o)))
+SVM_GATE(int, timerfd_gettime, (int fd, struct itimerspec* v), (fd, v), SVM_B(OutOf(v)))
+SVM_GATE(int, eventfd_read, (int fd, eventfd_t* v), (fd, v), SVM_B(OutOf(v)))
+SVM_GATE(int, getentropy, (void* b, size_t n), (b, n), SVM_B(Out(b, n)))
+SVM_GATE(int, getresuid, (uid_t* r, uid_t* e, uid_t* s), (r, e, s), SVM_B(OutOf(r), OutOf(e), OutOf(s)))
+SVM_GATE(int, getresgid, (gid_t* r, gid_t* e, gid_t* s), (r, e, s), SVM_B(OutOf(r), OutOf(e), OutOf(s)))
+SVM_GATE(int, getgroups, (int n, gid_t* l), (n, l), SVM_B(Out(l, size_t(n > 0 ? n : 0) * sizeof(gid_t))))
+SVM_GATE(int, setgroups, (size_t n, const gid_t* l), (n, l), SVM_B(In(l, n * sizeof(gid_t))))
+SVM_GATE(int, prlimit, (pid_t p, enum __rlimit_resource r, const struct rlimit* l, struct rlimit* o), (p, r, l, o), SVM_B(InOf(l), OutOf(o)))
+SVM_GATE(int, sched_getparam, (pid_t p, struct sched_param* s), (p, s), SVM_B(OutOf(s)))
+SVM_GATE(int, sched_setparam, (pid_t p, const struct sched_param* s), (p, s), SVM_B(InOf(s)))
+SVM_GATE(int, sched_setscheduler, (pid_t p, int y, const struct sched_param* s), (p, y, s), SVM_B(InOf(s)))
+SVM_GATE(int, sched_rr_get_interval, (pid_t p, struct timespec* t), (p, t), SVM_B(OutOf(t)))
+SVM_GATE(int, statvfs, (const char* p, struct statvfs* s), (p, s), SVM_B(Str(p), OutOf(s)))
+SVM_GATE(int, statvfs64, (const char* p, struct statvfs64* s), (p, s), SVM_B(Str(p), OutOf(s)))
+SVM_GATE(ssize_t, sendfile, (int o, int i, off_t* f, size_t n), (o, i, f, n), SVM_B(OutOf(f)))
+SVM_GATE(ssize_t, sendfile64, (int o, int i, off64_t* f, size_t n), (o, i, f, n), SVM_B(OutOf(f)))
+SVM_GATE(ssize_t, copy_file_range, (int i, off64_t* a, int o, off64_t* b, size_t n, unsigned f), (i, a, o, b, n, f), SVM_B(OutOf(a), OutOf(b)))
+SVM_GATE(ssize_t, splice, (int i, off64_t* a, int o, off64_t* b, size_t n, unsigned f), (i, a, o, b, n, f), SVM_B(OutOf(a), OutOf(b)))
+SVM_GATE(int, mincore, (void* a, size_t n, unsigned char* v), (a, n, v), SVM_B(Out(v, (n + 4095) / 4096)))
+SVM_GATE(int, inotify_add_watch, (int fd, const char* p, uint32_t m), (fd, p, m), SVM_B(Str(p)))
+SVM_GATE(ssize_t, getxattr, (const char* p, const char* n, void* v, size_t z), (p, n, v, z), SVM_B(Str(p), Str(n), Out(v, z)))
+SVM_GATE(ssize_t, lgetxattr, (const char* p, const char* n, void* v, size_t z), (p, n, v, z), SVM_B(Str(p), Str(n), Out(v, z)))
+SVM_GATE(ssize_t, fgetxattr, (int fd, const char* n, void* v, size_t z), (fd, n, v, z), SVM_B(Str(n), Out(v, z)))
+SVM_GATE(int, setxattr, (const char* p, const char* n, const void* v, size_t z, int f), (p, n, v, z, f), SVM_B(Str(p), Str(n), In(v, z)))
+SVM_GATE(int, fsetxattr, (int fd, const char* n, const void* v, size_t z, int f), (fd, n, v, z, f), SVM_B(Str(n), In(v, z)))
+SVM_GATE(ssize_t, listxattr, (const char* p, char* l, size_t z), (p, l, z), SVM_B(Str(p), Out(l, z)))
+SVM_GATE(ssize_t, flistxattr, (int fd, char* l, size_t z), (fd, l, z), SVM_B(Out(l, z)))
+// prctl: PR_SET_NAME reads a name of up to 16 bytes, PR_GET_NAME fills 16;
+// other options' pointers are of unknown size.
+SVM_NEXT_FN(real_prctl, int (*)(int, ...), "prctl");
+extern "C" int prctl(int o, ...) {
+  va_list ap; va_start(ap, o); unsigned long a[4]; for (unsigned long& x : a) x = va_arg(ap, unsigned long); va_end(ap);
+  const void* p = reinterpret_cast<const void*>(a[0]);
+  const KernelBuf first = o == PR_SET_NAME ? In(p, 16) : o == PR_GET_NAME ? Out(p, 16) : Any(p);
+  auto any = [](unsigned long v) { return Any(reinterpret_cast<const void*>(v)); };
+  return Gate({first, any(a[1]), any(a[2]), any(a[3])}, [&] { return real_prctl.get()(o, a[0], a[1], a[2], a[3]); });
+}
 SVM_GATE(FILE*, fopen, (const char* p, const char* m), (p, m), SVM_B(Str(p), Str(m)))
 SVM_GATE(FILE*, fopen64, (const char* p, const char* m), (p, m), SVM_B(Str(p), Str(m)))
 SVM_GATE(FILE*, freopen, (const char* p, const char* m, FILE* f), (p, m, f), SVM_B(Str(p), Str(m)))

@@ -41,6 +41,7 @@ ALLOWED = [
     "sigsuspend", "socketpair", "stat", "stat64", "statfs", "statx", "symlink", "symlinkat",
     "syscall", "sysinfo", "times", "truncate", "uname", "unlink", "unlinkat", "utime",
     "utimensat", "utimes", "wait", "waitid", "waitpid",
+    "clock_getres", "clock_gettime", "copy_file_range", "eventfd_read", "fgetxattr", "flistxattr", "fsetxattr", "getentropy", "getgroups", "getresgid", "getresuid", "getxattr", "inotify_add_watch", "lgetxattr", "listxattr", "mincore", "prctl", "prlimit", "sched_getparam", "sched_rr_get_interval", "sched_setparam", "sched_setscheduler", "sendfile", "sendfile64", "setgroups", "setxattr", "sigtimedwait", "sigwait", "sigwaitinfo", "splice", "statvfs", "statvfs64", "timer_create", "timer_gettime", "timer_settime", "timerfd_gettime", "timerfd_settime", "wait3", "wait4",
 ]
 
 failures = []

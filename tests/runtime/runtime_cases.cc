@@ -337,6 +337,7 @@ std::vector<Case> Cases() {
   posix("issue13-3-proc-read", "posix_proc");
   posix("issue13-4-syscalls", "posix_syscalls");
   posix("issue13-4-syscalls-fortify", "posix_syscalls_fortify");
+  posix("libc-files", "posix_libc_files");
   (void)B::kUffd;
   return c;
 }
