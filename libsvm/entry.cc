@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ios>
 
 #include "libsvm/alloc/bootstrap.h"
 #include "libsvm/alloc/heap.h"
@@ -28,6 +29,13 @@ void* __libc_pvalloc(size_t);
 
 namespace svm::rt {
 namespace {
+
+// The standard streams' buffers are libstdc++'s private data, which the
+// program's constructors set up (with GCC 12, every file that includes
+// <iostream> has an ios_base::Init). Only node 0 runs them, so on the other
+// nodes std::cout wrote through an unset buffer and crashed. This one runs
+// on every node, when libsvm loads.
+std::ios_base::Init g_iostreams;
 
 // The shared heap once the runtime is up; until then nullptr.
 alloc::Heap* g_heap = nullptr;

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "libsvm/copy_relocs.h"
 #include "libsvm/entry.h"
 #include "libsvm/log.h"
 #ifdef SVM_HAVE_OFI
@@ -212,6 +213,7 @@ Status Runtime::OpenGlobals() {
   GlobalsRange g;
   dl_iterate_phdr(FindGlobals, &g);
   if (g.end <= g.start) return Status::Ok();  // nothing writable beyond RELRO
+  PrivatizeSingleThreadedFlag(g.start, g.end);
   const size_t size = g.end - g.start;
   void* save = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (save == MAP_FAILED) return Status::Unsupported("mmap for the globals' copy failed");

@@ -194,6 +194,11 @@ std::vector<Case> Cases() {
     }).input = in;
   }
   rt("malloc", "malloc", {"{P}"}, [](const Point& p) { return Lines{"malloc " + Str(p.workers())}; });
+  rt("cxx", "cxx", {"{P}"}, [](const Point& p) {
+    Lines l{"cxx counter " + Str(6L * 1000 * (p.workers() - 1))};  // "worker" is 6 bytes
+    for (int i = 1; i < p.workers(); ++i) l.push_back("cxx worker " + Str(i));
+    return l;
+  });
   rt("signals", "signals", {}, [](const Point&) { return Lines{"signals default"}; });
   rt("fork", "fork", {}, [](const Point&) {
     return Lines{"fork refused", "child ran: no job", "system 0"};
