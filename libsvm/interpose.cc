@@ -110,6 +110,11 @@ SVM_SYNC(int, sem_post, (sem_t* s), (s), SemPost)
 SVM_SYNC(int, sem_getvalue, (sem_t* s, int* v), (s, v), SemGetValue)
 SVM_SYNC(int, sem_destroy, (sem_t* s), (s), SemDestroy)
 SVM_SYNC(int, pthread_once, (pthread_once_t* o, void (*f)()), (o, f), Once)
+extern "C" {
+int __cxa_guard_acquire(uint64_t* g) { return GuardAcquire(g); }
+void __cxa_guard_release(uint64_t* g) { GuardRelease(g); }
+void __cxa_guard_abort(uint64_t* g) { GuardAbort(g); }
+}  // extern "C"
 extern "C" sem_t* sem_open(const char* n, int f, ...) { va_list ap; va_start(ap, f); mode_t m = f & O_CREAT ? va_arg(ap, mode_t) : 0; unsigned v = f & O_CREAT ? va_arg(ap, unsigned) : 0; va_end(ap); return SemOpen(n, f, m, v); }
 
 // System calls and stdio calls that move data between the kernel and program

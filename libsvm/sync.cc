@@ -618,4 +618,43 @@ int Once(pthread_once_t* once, void (*init)()) {
   return 0;
 }
 
+// ---- C++ function-local statics (the Itanium ABI's guards) ----
+
+// libstdc++'s guard takes an atomic on the guard word and waits on a futex
+// there: across nodes neither works (each node has its own frame), and a
+// thread on node 1 waited forever for the initializer running on node 0.
+// Here a guard in shared memory is a job-wide lock held while the
+// initializer runs; the first byte says it ran. Guards elsewhere (a
+// library's statics) and threads that are not the program's go to
+// libstdc++.
+SVM_NEXT_FN(real_guard_acquire, int (*)(uint64_t*), "__cxa_guard_acquire");
+SVM_NEXT_FN(real_guard_release, void (*)(uint64_t*), "__cxa_guard_release");
+SVM_NEXT_FN(real_guard_abort, void (*)(uint64_t*), "__cxa_guard_abort");
+
+namespace {
+bool OurGuard(uint64_t* g) { return Managed() && Rt().IsShared(g); }
+}  // namespace
+
+int GuardAcquire(uint64_t* g) {
+  if (!OurGuard(g)) return real_guard_acquire.get()(g);
+  RuntimeScope scope;
+  Rt().Acquire(Id(g));
+  if (*reinterpret_cast<volatile uint8_t*>(g) == 0) return 1;  // ours to run: the lock stays held
+  Rt().Release(Id(g));
+  return 0;
+}
+
+void GuardRelease(uint64_t* g) {
+  if (!OurGuard(g)) return real_guard_release.get()(g);
+  RuntimeScope scope;
+  *reinterpret_cast<volatile uint8_t*>(g) = 1;
+  Rt().Release(Id(g));
+}
+
+void GuardAbort(uint64_t* g) {
+  if (!OurGuard(g)) return real_guard_abort.get()(g);
+  RuntimeScope scope;
+  Rt().Release(Id(g));
+}
+
 }  // namespace svm::rt

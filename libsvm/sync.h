@@ -17,6 +17,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdint.h>
 #include <semaphore.h>
 #include <time.h>
 
@@ -70,6 +71,11 @@ int SemDestroy(sem_t* s);
 sem_t* SemOpen(const char* name, int oflag, mode_t mode, unsigned value);
 
 int Once(pthread_once_t* once, void (*init)());
+// C++ function-local statics: __cxa_guard_acquire/release/abort, job-wide
+// for guards in shared memory.
+int GuardAcquire(uint64_t* g);
+void GuardRelease(uint64_t* g);
+void GuardAbort(uint64_t* g);
 
 // Whether the runtime handles synchronisation (a program thread of a running
 // job); otherwise the interposed calls go to glibc.

@@ -7,7 +7,11 @@
 //    is copied into the program's .bss (a copy relocation), where the
 //    runtime's own threads read it from shared memory;
 //  - std::cout's buffer is set up by the program's constructors, which only
-//    node 0 runs.
+//    node 0 runs;
+//  - a function-local static's guard (__cxa_guard_acquire) is an atomic and
+//    a futex on the guard word: a thread on another node waited forever.
+// Every worker also goes through a std::call_once; main prints how many
+// times the static's initializer and the once function ran (once each).
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -15,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 extern "C" {
@@ -29,6 +34,25 @@ std::shared_ptr<std::string> label;  // copied by every worker: reference counts
 
 constexpr int kAdds = 1000;
 
+int inits = 0, onces = 0;  // under mu
+std::once_flag once;
+
+// Slow, so that every worker reaches the static while it is being made.
+struct Table {
+  int size;
+  Table() {
+    usleep(20000);
+    std::lock_guard<std::mutex> lock(mu);
+    ++inits;
+    size = 6;
+  }
+};
+
+int TableSize() {
+  static Table table;
+  return table.size;
+}
+
 void Work(int i) {
   // The worker's number, through a regex and a string stream.
   std::ostringstream name;
@@ -37,10 +61,15 @@ void Work(int i) {
   const std::string s = name.str();
   CHECK(std::regex_match(s, m, std::regex("worker-([0-9]+)")) && std::stoi(m[1]) == i, "regex on '%s'",
         s.c_str());
+  std::call_once(once, [] {
+    std::lock_guard<std::mutex> lock(mu);
+    ++onces;
+  });
+  const int size = TableSize();
   for (int k = 0; k < kAdds; ++k) {
     std::shared_ptr<std::string> copy = label;
     std::lock_guard<std::mutex> lock(mu);
-    counter += long(copy->size());
+    counter += long(copy->size()) + size;
   }
   // One insertion a line: a stdio write each, so lines of threads sharing
   // a node do not interleave.
@@ -55,6 +84,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> workers;
   for (int i = 1; i < p; ++i) workers.emplace_back(Work, i);
   for (std::thread& t : workers) t.join();
-  std::cout << "cxx counter " << counter << std::endl;
+  if (p == 1) TableSize();  // made once in any case
+  std::cout << "cxx counter " << counter << " inits " << inits << " onces " << onces << std::endl;
   return 0;
 }
