@@ -4,6 +4,8 @@
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "libsvm/next_symbol.h"
 #include "libsvm/stats.h"
 #include "libsvm/runtime.h"
+#include "libsvm/stacks.h"
 #include "libsvm/thread_state.h"
 
 extern "C" {
@@ -136,8 +139,33 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
   if (rt->self() != 0) rt->Serve();
   Runtime::AdoptMainThread();
   g_main = main;
-  t_app = true;  // the program's constructors allocate in the shared heap too
-  return real(RunMain, argc, argv, init, fini, rtld_fini, stack_end);
+  // main runs on a stack in node 0's window (stacks.h): the program's
+  // constructors, main and exit, all from here on.
+  static struct {
+    StartFn real;
+    int argc;
+    char** argv;
+    void (*init)(), (*fini)(), (*rtld_fini)();
+    void* stack_end;
+  } start{real, argc, argv, init, fini, rtld_fini, stack_end};
+  auto enter = [] {
+    t_app = true;  // the program's constructors allocate in the shared heap too
+    start.real(RunMain, start.argc, start.argv, start.init, start.fini, start.rtld_fini, start.stack_end);
+  };
+  rlimit limit{};
+  const size_t size = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                          ? std::max<size_t>(limit.rlim_cur, 1 << 20)
+                          : size_t(1) << 30;
+  void* stack = NewStack(size);
+  if (stack == nullptr) enter();  // no window (one node, or no room): main's own stack; no return
+  static ucontext_t here, there;
+  getcontext(&there);
+  there.uc_stack.ss_sp = stack;
+  there.uc_stack.ss_size = size;
+  there.uc_link = nullptr;
+  makecontext(&there, static_cast<void (*)()>(enter), 0);
+  swapcontext(&here, &there);
+  __builtin_unreachable();  // the program ends in exit
 }
 
 void UseSharedHeap(alloc::Heap* heap) { g_heap = heap; }

@@ -27,6 +27,7 @@
 #include "libsvm/ofi_nic.h"
 #endif
 #include "libsvm/runtime_state.h"
+#include "libsvm/stacks.h"
 #include "libsvm/stats.h"
 #include "nic_ext/fake/fake_transport.h"
 #include "nic_ext/shm/shm_transport.h"
@@ -93,6 +94,10 @@ Status Runtime::Start() {
   spin_ = ShouldSpin(opts_, cpus);
   spin_long_ = ShouldSpinLong(opts_, cpus);
   cpus_here_ = int(NodeCpus(opts_, cpus));
+  // Before any program thread (stacks.h): the other nodes' stacks are
+  // inaccessible here, and a fatal fault on one says so.
+  if (opts_.nodes > 1 && ReserveStackWindows(opts_.node, opts_.nodes))
+    prim::SetFatalFaultNote(DescribeStackAddress);
   (void)prctl(PR_GET_NAME, program_name_);  // the main thread: the program's name
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
   if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");

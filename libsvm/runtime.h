@@ -330,6 +330,7 @@ class Runtime final : public Host {
   int StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), void* arg,
                  const pthread_attr_t* attr);
   static void* Trampoline(void* record);
+  void Retire(ThreadRecord& r);
   void SpawnLoop();
   void Finish(ThreadRecord* r, void* value);
   // Adds delta to node 0's job_threads_ word; the old value, or nullopt if
@@ -371,6 +372,13 @@ class Runtime final : public Host {
   // Blocks of this node's heap other nodes freed (RemoteFree), freed by
   // the spawner thread: the handler must never wait for the heap's lock.
   std::deque<uint64_t> free_queue_;  // GUARDED_BY(spawn_mu_)
+  // Carriers of finished threads nobody joins, with their stacks (Retire).
+  struct Retired {
+    pthread_t thread;
+    void* stack;
+    size_t stack_size;
+  };
+  std::deque<Retired> retired_;  // GUARDED_BY(spawn_mu_)
   std::atomic<bool> stopping_{false};
   std::mutex sync_mu_;
   std::vector<SyncWaiter*> sync_waiters_;  // GUARDED_BY(sync_mu_); in the order they came

@@ -41,6 +41,8 @@ struct Runtime::ThreadRecord {
   void* (*start)(void*) = nullptr;
   void* arg = nullptr;
   pthread_t thread{};
+  void* stack = nullptr;  // in this node's stack window (stacks.h), if svm made it
+  size_t stack_size = 0;
   bool done = false;
   bool detached = false;
   void* value = nullptr;

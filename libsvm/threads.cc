@@ -9,6 +9,7 @@
 #include "libsvm/next_symbol.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
+#include "libsvm/stacks.h"
 #include "libsvm/stats.h"
 #include "libsvm/thread_state.h"
 #include "libsvm/tsd.h"
@@ -118,16 +119,53 @@ int Runtime::StartLocal(uint64_t handle, NodeId creator, void* (*start)(void*), 
   r->creator = creator;
   r->start = start;
   r->arg = arg;
+  // The carrier thread runs on a stack in this node's window (stacks.h),
+  // unless the program gave one, and stays joinable: svm joins it to free
+  // the stack (Retire). A shallow copy of glibc's attributes, never
+  // destroyed: its extension (CPU set, signal mask) stays the program's.
+  pthread_attr_t a;
+  if (attr != nullptr) {
+    a = *attr;
+  } else {
+    pthread_attr_init(&a);
+  }
+  void* given = nullptr;
+  size_t given_size = 0;
+  pthread_attr_getstack(&a, &given, &given_size);
+  int detach = PTHREAD_CREATE_JOINABLE;
+  pthread_attr_getdetachstate(&a, &detach);
+  r->detached = detach == PTHREAD_CREATE_DETACHED;
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_JOINABLE);
+  if (given == nullptr) {
+    r->stack_size = StackSize(attr);
+    r->stack = NewStack(r->stack_size);  // nullptr: glibc's stack, as without windows
+    if (r->stack != nullptr) pthread_attr_setstack(&a, r->stack, r->stack_size);
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     threads_[handle] = std::move(record);
   }
-  int err = RealCreate()(&r->thread, attr, Trampoline, r);
+  void* stack = r->stack;
+  const size_t stack_size = r->stack_size;
+  int err = RealCreate()(&r->thread, &a, Trampoline, r);
   if (err != 0) {
-    std::lock_guard<std::mutex> l(mu_);
-    threads_.erase(handle);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      threads_.erase(handle);
+    }
+    if (stack != nullptr) FreeStack(stack, stack_size);
   }
   return err;
+}
+
+// The carrier of a finished thread that nobody will join: the spawner joins
+// it (it has ended or is ending) and frees its stack. REQUIRES: mu_ held.
+void Runtime::Retire(ThreadRecord& r) {
+  {
+    std::lock_guard<std::mutex> l(spawn_mu_);
+    retired_.push_back({r.thread, r.stack, r.stack_size});
+  }
+  spawn_cv_.notify_one();
 }
 
 void* Runtime::Trampoline(void* p) {
@@ -169,7 +207,7 @@ void Runtime::Finish(ThreadRecord* r, void* value) {
     r->detached = true;  // a remote joiner takes the value; nothing left to join
   }
   if (r->detached) {
-    pthread_detach(r->thread);
+    Retire(*r);
     threads_.erase(r->handle);
   }
   stats::EndThread();
@@ -207,9 +245,12 @@ int Runtime::JoinThread(uint64_t h, void** value) {
     RunToCompletion(lock, t, [&] { return r->done ? Outcome::kDone : Outcome::kBlocked; });
     result = reinterpret_cast<uint64_t>(r->value);
     pthread_t thread = r->thread;
+    void* stack = r->stack;
+    const size_t stack_size = r->stack_size;
     threads_.erase(it);
     lock.unlock();
     pthread_join(thread, nullptr);  // real join of the finished carrier thread
+    if (stack != nullptr) FreeStack(stack, stack_size);
   } else {
     joins_[h] = Pending{false, 0, t};
     SendMessage(node, JoinRequest{h});
@@ -238,7 +279,7 @@ int Runtime::DetachThread(uint64_t h) {
   ThreadRecord* r = it->second.get();
   r->detached = true;
   if (r->done) {
-    pthread_detach(r->thread);
+    Retire(*r);
     threads_.erase(it);
   }
   return 0;
@@ -285,7 +326,7 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
     ThreadRecord* r = it->second.get();
     if (r->done) {
       SendMessage(from, JoinReply{r->handle, reinterpret_cast<uint64_t>(r->value)});
-      pthread_detach(r->thread);
+      Retire(*r);
       threads_.erase(it);
     } else {
       r->remote_joiners.push_back(from);
@@ -300,7 +341,7 @@ void Runtime::OnRuntimeMessage(NodeId from, Message& m) {
     if (it == threads_.end()) return;
     it->second->detached = true;
     if (it->second->done) {
-      pthread_detach(it->second->thread);
+      Retire(*it->second);
       threads_.erase(it);
     }
   }
@@ -310,6 +351,17 @@ void Runtime::SpawnLoop() {
   pthread_setname_np(pthread_self(), "svm-spawner");
   std::unique_lock<std::mutex> l(spawn_mu_);
   while (!stopping_.load()) {
+    if (!retired_.empty()) {
+      std::vector<Retired> done(retired_.begin(), retired_.end());
+      retired_.clear();
+      l.unlock();
+      for (const Retired& c : done) {
+        pthread_join(c.thread, nullptr);
+        if (c.stack != nullptr) FreeStack(c.stack, c.stack_size);
+      }
+      l.lock();
+      continue;
+    }
     if (!free_queue_.empty()) {
       std::vector<uint64_t> blocks(free_queue_.begin(), free_queue_.end());
       free_queue_.clear();

@@ -248,4 +248,10 @@ Status MeasureFaultDelivery(Backend b, int faults, uint64_t* ns);
 // nothing). Async-signal-safe.
 void Prefault(const void* addr, size_t len, Access access);
 
+// Adds to the one-line report of a fatal SIGSEGV or SIGBUS what the caller
+// knows of the address: note(addr, buf, n) writes text after "the address
+// is in [...]" into buf (NUL-terminated) and returns its length, 0 for
+// nothing. Async-signal-safe. Installs the reporting handler if no trap has.
+void SetFatalFaultNote(size_t (*note)(uintptr_t addr, char* buf, size_t n));
+
 }  // namespace svm::prim

@@ -1,5 +1,7 @@
 #include "libsvm/prim/signal.h"
 
+#include "libsvm/prim/fault.h"
+
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -69,6 +71,8 @@ class Line {
   size_t n_ = 0;
 };
 
+std::atomic<size_t (*)(uintptr_t, char*, size_t)> g_fatal_note{nullptr};
+
 const char* Cause(int signo, int code) {
   if (signo == SIGSEGV && code == SEGV_MAPERR) return "no mapping at the address";
   if (signo == SIGSEGV && code == SEGV_ACCERR) return "the mapping forbids the access";
@@ -96,6 +100,8 @@ void ReportFatal(int signo, const siginfo_t* info, const void* ucontext, bool ne
 #endif
   char what[512];
   if (FindMapping(addr, what, sizeof(what)) > 0) l << "; the address is in [" << what << "]";
+  if (auto note = g_fatal_note.load(std::memory_order_acquire); note != nullptr && note(addr, what, sizeof(what)) > 0)
+    l << what;
   l.Write();
 }
 
@@ -154,22 +160,10 @@ void OnSignal(int signo, siginfo_t* info, void* uc) {
   errno = saved_errno;
 }
 
-}  // namespace
-
-int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target) {
-  Previous* prev = PreviousFor(signo);
-  if (prev == nullptr) return -EINVAL;
-  std::lock_guard<std::mutex> lock(g_install_mu);
-  int slot = -1;
-  for (int i = 0; i < kMaxTargets; ++i) {
-    if (g_slots[i].target.load(std::memory_order_relaxed) == nullptr) {
-      slot = i;
-      break;
-    }
-  }
-  if (slot < 0) return -ENOSPC;
-  // Both fault signals, whichever the trap uses: a crash of the other one
-  // (a SIGSEGV under uffd) then says where it happened too (Chain).
+// Installs OnSignal for both fault signals, whichever the trap uses: a
+// crash of the other one (a SIGSEGV under uffd) then says where it
+// happened too (Chain). REQUIRES: g_install_mu held.
+int InstallLocked() {
   for (int sig : {SIGSEGV, SIGBUS}) {
     Previous* p = PreviousFor(sig);
     if (p->installed) continue;
@@ -184,12 +178,36 @@ int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target)
     if (sigaction(sig, &sa, &p->action) != 0) return -errno;
     p->installed = true;
   }
+  return 0;
+}
+
+}  // namespace
+
+int AddSignalTarget(int signo, uintptr_t lo, uintptr_t hi, SignalTarget* target) {
+  Previous* prev = PreviousFor(signo);
+  if (prev == nullptr) return -EINVAL;
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  int slot = -1;
+  for (int i = 0; i < kMaxTargets; ++i) {
+    if (g_slots[i].target.load(std::memory_order_relaxed) == nullptr) {
+      slot = i;
+      break;
+    }
+  }
+  if (slot < 0) return -ENOSPC;
+  if (int err = InstallLocked(); err != 0) return err;
   Slot& s = g_slots[slot];
   s.signo.store(signo, std::memory_order_relaxed);
   s.lo.store(lo, std::memory_order_relaxed);
   s.hi.store(hi, std::memory_order_relaxed);
   s.target.store(target, std::memory_order_release);
   return slot;
+}
+
+void SetFatalFaultNote(size_t (*note)(uintptr_t addr, char* buf, size_t n)) {
+  g_fatal_note.store(note, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  (void)InstallLocked();  // without a trap (one node, uffd-thread) too
 }
 
 void RemoveSignalTarget(int slot) {

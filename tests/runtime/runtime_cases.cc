@@ -194,6 +194,15 @@ std::vector<Case> Cases() {
     }).input = in;
   }
   rt("malloc", "malloc", {"{P}"}, [](const Point& p) { return Lines{"malloc " + Str(p.workers())}; });
+  // A pointer to main's stack used on another node ends the job with a
+  // line saying so (libsvm/stacks.h); on main's node it works.
+  rt("stack-across-nodes", "stack_across", {}, [](const Point&) { return Lines{}; });
+  c.back().status = 128 + SIGSEGV;
+  c.back().stderr_has = {"that is a stack address of node 0"};
+  c.back().only = {Point{2, 1, B::kUffd, "base"}, Point{2, 1, B::kMprotect, "base"},
+                   Point{2, 1, B::kUffdThread, "base"}, Point{2, 1, B::kUffd, "nil"}};
+  rt("stack-same-node", "stack_across", {}, [](const Point&) { return Lines{"stack_across 42"}; })
+      .only = {Point{1, 2, B::kUffd, "base"}, Point{2, 2, B::kUffd, "base"}};
   rt("cxx", "cxx", {"{P}"}, [](const Point& p) {
     // Each add is the label's 6 bytes and the table's size, 6.
     Lines l{"cxx counter " + Str(12L * 1000 * (p.workers() - 1)) + " inits 1 onces " +
