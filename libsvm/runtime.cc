@@ -94,10 +94,6 @@ Status Runtime::Start() {
   spin_ = ShouldSpin(opts_, cpus);
   spin_long_ = ShouldSpinLong(opts_, cpus);
   cpus_here_ = int(NodeCpus(opts_, cpus));
-  // Before any program thread (stacks.h): the other nodes' stacks are
-  // inaccessible here, and a fatal fault on one says so.
-  if (opts_.nodes > 1 && ReserveStackWindows(opts_.node, opts_.nodes))
-    prim::SetFatalFaultNote(DescribeStackAddress);
   (void)prctl(PR_GET_NAME, program_name_);  // the main thread: the program's name
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
   if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");
@@ -123,6 +119,16 @@ Status Runtime::Start() {
     if (Status st = OpenGlobals(); !st.ok()) return st;
   }
   if (Status st = ConnectNic(); !st.ok()) return st;
+  // Before any program thread (stacks.h), after the shared region (which
+  // takes the address space it was given): the other nodes' stacks are
+  // inaccessible here, and a fatal fault on one says so.
+  if (opts_.nodes > 1) {
+    if (ReserveStackWindows(opts_.node, opts_.nodes))
+      prim::SetFatalFaultNote(DescribeStackAddress);
+    else if (opts_.node == 0)
+      spdlog::warn("the address space of the per-node stack windows is taken (by --region-base?): threads "
+                   "keep glibc's stacks, and a stack variable used on another node goes undetected");
+  }
   // Messages wait in the NIC until now: a thread started for another node
   // must find the runtime complete, globals and shared heap included (this
   // node's main thread may still be starting up).
