@@ -4,7 +4,6 @@
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -152,10 +151,7 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
     t_app = true;  // the program's constructors allocate in the shared heap too
     start.real(RunMain, start.argc, start.argv, start.init, start.fini, start.rtld_fini, start.stack_end);
   };
-  rlimit limit{};
-  const size_t size = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
-                          ? std::max<size_t>(limit.rlim_cur, 1 << 20)
-                          : size_t(1) << 30;
+  const size_t size = MainStackSize();
   void* stack = NewStack(size);
   if (stack == nullptr) enter();  // no window (one node, or no room): main's own stack; no return
   static ucontext_t here, there;

@@ -26,6 +26,14 @@ struct Windows {
 };
 Windows g_windows;
 
+// RLIMIT_STACK's soft limit; 0 when unlimited or unknown.
+size_t StackLimit() {
+  rlimit r{};
+  return getrlimit(RLIMIT_STACK, &r) == 0 && r.rlim_cur != RLIM_INFINITY ? r.rlim_cur : 0;
+}
+
+size_t RoundToPages(size_t n) { return (n + kPage - 1) & ~(kPage - 1); }
+
 }  // namespace
 
 bool ReserveStackWindows(uint32_t self, uint32_t nodes) {
@@ -52,17 +60,20 @@ size_t StackSize(const pthread_attr_t* attr) {
     pthread_attr_getstacksize(&defaults, &size);
     pthread_attr_destroy(&defaults);
   }
-  if (size == 0) {
-    rlimit r{};
-    size = getrlimit(RLIMIT_STACK, &r) == 0 && r.rlim_cur != RLIM_INFINITY ? r.rlim_cur : 8 << 20;
-  }
-  return (std::max(size, kMinStack) + kPage - 1) & ~(kPage - 1);
+  if (size == 0) size = StackLimit();
+  if (size == 0) size = 8 << 20;
+  return RoundToPages(std::max(size, kMinStack));
+}
+
+size_t MainStackSize() {
+  const size_t limit = StackLimit();
+  return RoundToPages(limit != 0 ? std::max<size_t>(limit, 1 << 20) : size_t(1) << 30);
 }
 
 void* NewStack(size_t size) {
   Windows& w = g_windows;
   if (w.nodes == 0) return nullptr;
-  size = (size + kPage - 1) & ~(kPage - 1);
+  size = RoundToPages(size);
   uintptr_t at = 0;
   {
     std::lock_guard<std::mutex> l(w.mu);

@@ -28,6 +28,9 @@ bool ReserveStackWindows(uint32_t self, uint32_t nodes);
 // The stack size a thread created with attr (nullptr: defaults) gets from
 // glibc: attr's, else the process default (RLIMIT_STACK).
 size_t StackSize(const pthread_attr_t* attr);
+// The stack size of the main thread: RLIMIT_STACK, 1 GiB when unlimited
+// (a window's address space, committed only where touched).
+size_t MainStackSize();
 
 // A private stack of `size` bytes in this node's window, below a guard
 // page; nullptr when there is no window or no room left in it.
