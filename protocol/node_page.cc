@@ -64,15 +64,21 @@ void Node::SyncProtection(PageId p, Page& pg) {
   const bool changed = want != pg.prot;
   pg.prot = want;
   UpdateArmed(p, pg);
+  // A dropped copy is compared with its twin only once it is unmapped. In a
+  // batch that is after FlushProtections' unmapping, even when this call
+  // changes nothing: a copy dropped earlier in the batch (a second notice
+  // for the page) is still mapped, and a local write may land in it until
+  // then, after an early compare had let the twin go.
+  const bool check_dropped = pg.dropped && want == Prot::kNone;
+  if (batching_ > 0 && (changed || check_dropped)) {
+    batch_.push_back(p);
+    return;
+  }
   if (changed) {
-    if (batching_ > 0) {  // a dropped copy is checked by FlushProtections
-      batch_.push_back(p);
-      return;
-    }
     host_->Protect(p, 1, want);
     stats_.protections++;
   }
-  if (pg.dropped && want == Prot::kNone) CheckDropped(p, pg);
+  if (check_dropped) CheckDropped(p, pg);
 }
 
 void Node::UpdateArmed(PageId p, const Page& pg) {

@@ -175,6 +175,23 @@ static void center_of_mass(long id) {
   for (int d = 0; d < 3; d++) c->com[d] = m > 0 ? s[d] / m : c->center[d];
 }
 
+/* -t: a lost or doubled insertion shows here, before it blurs into energies. */
+static long count_bodies(long ch) {
+  if (ch < 0) return 1;
+  long n = 0;
+  for (int k = 0; k < 8; k++)
+    if (W->cell[ch - 1].child[k] != 0) n += count_bodies(W->cell[ch - 1].child[k]);
+  return n;
+}
+
+static void check_tree(long step, const char *what) {
+  long n = count_bodies(W->root + 1);
+  double m = W->cell[W->root].mass;
+  if (n != NBODY || (what[0] == 'c' && fabs(m - 1.0) > 1e-9))
+    fprintf(stderr, "barnes: step %ld, after %s: %ld of %ld bodies in the tree, root mass %.12f\n",
+            step, what, n, NBODY, m);
+}
+
 static void interact(body_t *b, const double p[3], double m) {
   double d[3], r2 = EPS2;
   for (int k = 0; k < 3; k++) { d[k] = p[k] - b->pos[k]; r2 += d[k] * d[k]; }
@@ -240,6 +257,7 @@ static void slave(void) {
     /* 2. insertion */
     for (long i = lo; i < hi; i++) insert(t, &used, i);
     BARRIER(w->bar, w->p);
+    if (TEST && t == 0) check_tree(step, "insertion");
     /* 3. centres of mass: subtrees of depth 2 shared out, top by thread 0 */
     long n2 = 0;
     const cell_t *root = &w->cell[w->root];
@@ -254,6 +272,7 @@ static void slave(void) {
     BARRIER(w->bar, w->p);
     if (t == 0) center_of_mass(w->root);
     BARRIER(w->bar, w->p);
+    if (TEST && t == 0) check_tree(step, "centres of mass");
     /* 4. forces, kick-drift, energies */
     double kin = 0.0, pot = 0.0;
     for (long i = lo; i < hi; i++) {
