@@ -19,6 +19,7 @@ const char* ToString(PlantedBug b) {
     case PlantedBug::kSkipInvalidation: return "skip-invalidation";
     case PlantedBug::kNoVersionWait: return "no-version-wait";
     case PlantedBug::kUnsafeFetch: return "unsafe-fetch";
+    case PlantedBug::kEarlyDropCheck: return "early-drop-check";
   }
   return "?";
 }

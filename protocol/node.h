@@ -111,6 +111,8 @@ enum class PlantedBug : uint8_t {
   kNoVersionWait,     // nobody waits for a page's version: homes serve at
                       // once and requesters install old copies
   kUnsafeFetch,       // fetches overwrite dirty pages, losing local writes
+  kEarlyDropCheck,    // scan_writes: a dropped copy is compared with its twin
+                      // before its unmapping took effect
 };
 const char* ToString(PlantedBug b);
 

@@ -70,7 +70,8 @@ void Node::SyncProtection(PageId p, Page& pg) {
   // for the page) is still mapped, and a local write may land in it until
   // then, after an early compare had let the twin go.
   const bool check_dropped = pg.dropped && want == Prot::kNone;
-  if (batching_ > 0 && (changed || check_dropped)) {
+  const bool defer_check = check_dropped && config_.TEST_bug != PlantedBug::kEarlyDropCheck;
+  if (batching_ > 0 && (changed || defer_check)) {
     batch_.push_back(p);
     return;
   }

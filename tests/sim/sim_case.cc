@@ -13,7 +13,8 @@ namespace svm::sim {
 namespace {
 
 constexpr PlantedBug kBugs[] = {PlantedBug::kNone, PlantedBug::kSkipInvalidation,
-                                PlantedBug::kNoVersionWait, PlantedBug::kUnsafeFetch};
+                                PlantedBug::kNoVersionWait, PlantedBug::kUnsafeFetch,
+                                PlantedBug::kEarlyDropCheck};
 
 const char* BugFlag(PlantedBug b) {
   switch (b) {
@@ -25,6 +26,8 @@ const char* BugFlag(PlantedBug b) {
       return "no-version-wait";
     case PlantedBug::kUnsafeFetch:
       return "unsafe-fetch";
+    case PlantedBug::kEarlyDropCheck:
+      return "early-drop-check";
   }
   return "?";
 }

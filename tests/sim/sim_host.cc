@@ -59,6 +59,7 @@ void SimHost::Protect(PageId first, size_t count, Prot prot) {
                   std::to_string(pages_) + " pages");
     return;
   }
+  listener_->BeforeProtect(self_, first, count, prot);
   for (PageId p = first; p < first + count; ++p) {
     // A page read already keeps its record of writes (as the trap does).
     if (prot != Prot::kRead || prot_[p] != Prot::kRead) armed_[p] = prot == Prot::kRead;

@@ -38,6 +38,8 @@ class WakeListener {
   virtual void OnWake(NodeId node, ThreadId t) = 0;
   // Threads of the job alive now (started, not exited).
   virtual uint32_t LiveThreads() const = 0;
+  // A Protect of [first, first + count) to prot is about to take effect.
+  virtual void BeforeProtect(NodeId node, PageId first, size_t count, Prot prot) = 0;
 };
 
 class SimHost final : public Host {

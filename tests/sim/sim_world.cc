@@ -191,6 +191,28 @@ void World::Advance(Thread& th) {
   }
 }
 
+void World::BeforeProtect(NodeId node, PageId first, size_t count, Prot prot) {
+  if (racing_ || failed_) return;
+  SimHost& host = *hosts_[node];
+  for (Thread& th : threads_) {
+    if (th.node != node || th.state != State::kRunnable || th.g == calling_ ||
+        th.pc >= program_.ops[th.g].size())
+      continue;
+    const Op& op = program_.ops[th.g][th.pc];
+    if (op.kind != OpKind::kWrite && op.kind != OpKind::kAdd) continue;
+    Piece pieces[2];
+    const uint32_t np = Pieces(op, pieces);
+    if (op.kind == OpKind::kAdd && th.piece < np) continue;  // still reading
+    const PageId page = pieces[th.piece % np].addr / config_.page_size;
+    if (page < first || page >= first + count || Allows(prot, Access::kWrite, config_.scan_writes) ||
+        !Allows(host.protection(page), Access::kWrite, config_.scan_writes) || race_coin_() % 2 == 0)
+      continue;
+    racing_ = true;
+    StepData(th, op);  // allowed: no Node call
+    racing_ = false;
+  }
+}
+
 void World::OnWake(NodeId node, ThreadId t) {
   Thread& th = threads_[node * config_.threads + t];
   Record(Ev::kWake, node, t, 0, 0);

@@ -17,7 +17,12 @@
 //  * Acquire and Barrier follow the same contract: called again with the same
 //    arguments after each Wake until kDone;
 //  * every performed read is compared with the shadow memory, every
-//    synchronisation is checked by the OrderChecker.
+//    synchronisation is checked by the OrderChecker;
+//  * a write races with the protocol: a host's Protect that takes write
+//    permission away first lets each thread of that node whose next step is
+//    a write the old protection allows make it, on a coin of its own (a
+//    running thread's store lands until the kernel's unmapping, whatever
+//    the Node decided before its call).
 // Nothing is left to unordered containers or addresses: same config, same
 // program -> same run.
 //
@@ -27,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +60,7 @@ class World final : public WakeListener {
 
   void OnWake(NodeId node, ThreadId t) override;
   uint32_t LiveThreads() const override { return live_; }
+  void BeforeProtect(NodeId node, PageId first, size_t count, Prot prot) override;
 
  private:
   enum class State : uint8_t { kDormant, kRunnable, kBlocked, kAwaiting, kDone };
@@ -114,6 +121,8 @@ class World final : public WakeListener {
   std::map<uint32_t, std::vector<uint32_t>> joiners_;  // by thread joined
   uint32_t live_ = 0;                                  // LiveThreads()
   uint32_t calling_ = UINT32_MAX;  // thread inside a Node call, if any
+  std::mt19937_64 race_coin_{config_.seed ^ 0x7ace5ull};  // BeforeProtect's, apart from the scheduler's
+  bool racing_ = false;
   size_t done_ = 0;
   uint64_t step_ = 0;
   CaseResult result_;
