@@ -2,10 +2,9 @@
 // mode: the targeted scenario that exposes it (if it has one) fails with the
 // bug and passes without, and among the first seeds of a random
 // configuration suited to it, one fails with the bug while all of them pass
-// with kNone. Every bug
-// applies to every mode: in rf and later, kNoVersionWait installs a remote
-// read's old copy instead of reading again, and kUnsafeFetch overwrites a
-// dirty page with it.
+// with kNone. Every bug applies to every mode: in rf and later,
+// kNoVersionWait installs a remote read's old copy instead of reading again,
+// and kUnsafeFetch overwrites a dirty page with it.
 #include <gtest/gtest.h>
 
 #include "tests/sim/sim_case.h"

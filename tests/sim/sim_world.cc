@@ -192,7 +192,7 @@ void World::Advance(Thread& th) {
 }
 
 void World::BeforeProtect(NodeId node, PageId first, size_t count, Prot prot) {
-  if (racing_ || failed_) return;
+  if (failed_ || Allows(prot, Access::kWrite, config_.scan_writes)) return;
   SimHost& host = *hosts_[node];
   for (Thread& th : threads_) {
     if (th.node != node || th.state != State::kRunnable || th.g == calling_ ||
@@ -200,16 +200,11 @@ void World::BeforeProtect(NodeId node, PageId first, size_t count, Prot prot) {
       continue;
     const Op& op = program_.ops[th.g][th.pc];
     if (op.kind != OpKind::kWrite && op.kind != OpKind::kAdd) continue;
-    Piece pieces[2];
-    const uint32_t np = Pieces(op, pieces);
-    if (op.kind == OpKind::kAdd && th.piece < np) continue;  // still reading
-    const PageId page = pieces[th.piece % np].addr / config_.page_size;
-    if (page < first || page >= first + count || Allows(prot, Access::kWrite, config_.scan_writes) ||
-        !Allows(host.protection(page), Access::kWrite, config_.scan_writes) || race_coin_() % 2 == 0)
+    const DataStep s = NextStep(th, op);
+    if (!s.write || s.page < first || s.page >= first + count ||
+        !Allows(host.protection(s.page), Access::kWrite, config_.scan_writes) || race_coin_() % 2 == 0)
       continue;
-    racing_ = true;
-    StepData(th, op);  // allowed: no Node call
-    racing_ = false;
+    StepData(th, op);  // allowed: no Node call, so no Protect either
   }
 }
 
@@ -247,14 +242,24 @@ uint32_t World::Pieces(const Op& op, Piece out[2]) const {
   return 2;
 }
 
-void World::StepData(Thread& th, const Op& op) {
+World::DataStep World::NextStep(const Thread& th, const Op& op) const {
   Piece pieces[2];
-  const uint32_t np = Pieces(op, pieces);
+  DataStep s;
+  s.pieces = Pieces(op, pieces);
+  s.piece = pieces[th.piece % s.pieces];
+  s.page = s.piece.addr / config_.page_size;
+  s.write = op.kind == OpKind::kWrite || (op.kind == OpKind::kAdd && th.piece >= s.pieces);
+  return s;
+}
+
+void World::StepData(Thread& th, const Op& op) {
+  const DataStep s = NextStep(th, op);
+  const uint32_t np = s.pieces;
   const uint32_t total = op.kind == OpKind::kAdd ? 2 * np : np;
-  const bool write = op.kind == OpKind::kWrite || (op.kind == OpKind::kAdd && th.piece >= np);
+  const bool write = s.write;
   const Access access = write ? Access::kWrite : Access::kRead;
-  const Piece piece = pieces[th.piece % np];
-  const PageId page = piece.addr / config_.page_size;
+  const Piece piece = s.piece;
+  const PageId page = s.page;
   SimHost& host = *hosts_[th.node];
 
   if (!Allows(host.protection(page), access, config_.scan_writes)) {

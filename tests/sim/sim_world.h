@@ -101,6 +101,15 @@ class World final : public WakeListener {
   std::string Where(const Thread& th) const;
   std::string ThreadStates() const;
   uint32_t Pieces(const Op& op, Piece out[2]) const;
+  // The access th makes next in data op `op` (an Add reads its pieces,
+  // then writes them).
+  struct DataStep {
+    uint32_t pieces;  // of the op
+    Piece piece;
+    PageId page;
+    bool write;
+  };
+  DataStep NextStep(const Thread& th, const Op& op) const;
   void Record(Ev ev, uint32_t a, uint32_t b, uint64_t x, uint64_t y, uint8_t z = 0);
 
   CaseConfig config_;
@@ -122,7 +131,6 @@ class World final : public WakeListener {
   uint32_t live_ = 0;                                  // LiveThreads()
   uint32_t calling_ = UINT32_MAX;  // thread inside a Node call, if any
   std::mt19937_64 race_coin_{config_.seed ^ 0x7ace5ull};  // BeforeProtect's, apart from the scheduler's
-  bool racing_ = false;
   size_t done_ = 0;
   uint64_t step_ = 0;
   CaseResult result_;
