@@ -96,9 +96,11 @@ struct BarrierRelease {
 };
 
 // Node -> manager (first-touch placement): make me the home of `page` unless
-// it has one.
+// it has one, and then of up to `ahead` unclaimed pages after it in the
+// manager's block (the claimant sweeps through fresh memory).
 struct HomeClaim {
   PageId page = 0;
+  uint32_t ahead = 0;
   friend bool operator==(const HomeClaim&, const HomeClaim&) = default;
 };
 

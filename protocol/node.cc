@@ -35,7 +35,6 @@ Node::Node(const NodeConfig& config, Host* host)
       strides_(config.threads),
       blocked_on_(config.threads, kNoPage),
       write_sweeps_(config.threads),
-      claim_sweeps_(config.geometry.nodes),
       reported_(config.geometry.nodes) {
   assert(config.geometry.Validate().ok());
   assert(config.self < config.geometry.nodes);

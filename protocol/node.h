@@ -60,9 +60,10 @@
 //  * rf: pages are fetched by a remote READ of version and frame; a copy too
 //    old for pg.need is read again. No handler runs at the home.
 //  * First touch by message (base, dw; rf and up without claim_by_cas): a
-//    claim that follows on from the span a claimant's last claim of a sweep
-//    was answered with is granted the unclaimed pages after it as well
-//    (ClaimAhead): they become its home pages as if touched there first.
+//    claim that follows on from the span the claimant's last claim of a
+//    sweep was answered with asks for the unclaimed pages after it as well
+//    (ClaimAhead): they become its home pages as if touched there first, and
+//    it maps them with the claimed page (MapGranted).
 //  * rf and up, first touch: a page's directory entry is a word at its
 //    manager (Host::HomeWord) that a claimant sets by a CAS from 0 to
 //    itself (Host::ClaimHome): the first CAS wins, a later one finds the
@@ -226,7 +227,8 @@ class Node {
   // threads take ~12 s with 8, ~7 s with 32.
   static constexpr uint32_t kMaxLocalBypasses = 32;
   // Pages a first touch maps read-write at once when the page before it was
-  // touched here too (a sequential sweep): one fault per run, not per page.
+  // touched here too, or a claim granted them (a sequential sweep): one
+  // fault per run, not per page.
   static constexpr size_t kMapAhead = 64;
 
   const NodeStats& stats() const { return stats_; }
@@ -304,6 +306,7 @@ class Node {
   bool StartUntracked(PageId p, Page& pg);
   // Untracked pages after p that a sweep will touch next, mapped with it.
   size_t MapAhead(PageId p);
+  size_t MapGranted(PageId p);
   // Thread t write-faulted on tracked home page p: if in sequence, opens the
   // tracked home pages after it for writing too (noted as written).
   void WriteAhead(ThreadId t, PageId p);
@@ -369,10 +372,10 @@ class Node {
   // The pages after p (p included) whose homes one claim learns: up to the
   // end of the manager's block and max_run.
   uint32_t ClaimSpan(PageId p) const;
-  struct ClaimSweep;
-  // Grants the claimant of p (won: its claim made it p's home) the pages
-  // after p along its sweep; returns the sweep, for the reply's span.
-  ClaimSweep& ClaimAhead(NodeId claimant, PageId p, bool won);
+  // This node claims p: how many pages after it its sweep asks for.
+  uint32_t ClaimAhead(PageId p);
+  void ClaimAnswered(PageId p, NodeId home, uint32_t same);
+  std::pair<NodeId, uint32_t> GrantClaim(NodeId claimant, PageId p, uint32_t ahead);
   // Pages after p recorded with p's home: their homes are known here too.
   void LearnFollowingHomes(PageId p, NodeId home, uint32_t same);
 
@@ -456,17 +459,17 @@ class Node {
     uint32_t run = 1;
   };
   std::vector<WriteSweep> write_sweeps_;
-  // Manager under first touch, per claimant node: its last few sweeps (a
+  // First touch: this node's last few sweeps through fresh memory (a
   // program often initialises several arrays in step), each the page after
-  // the span a claim of it was answered with and how many pages its next
-  // claim is granted ahead (ClaimAhead); the least recent one makes way.
+  // the span its last claim was answered with and how many pages its next
+  // claim asks for ahead (ClaimAhead); the least recent one makes way.
   struct ClaimSweep {
     PageId next = kNoPage;
     uint32_t ahead = 0;
     uint64_t used = 0;
   };
   static constexpr size_t kClaimSweeps = 4;
-  std::vector<std::array<ClaimSweep, kClaimSweeps>> claim_sweeps_;
+  std::array<ClaimSweep, kClaimSweeps> claim_sweeps_;
   uint64_t claim_clock_ = 0;
   // scan_writes: one bit per page armed for FindWritten (UpdateArmed), in
   // chunks of 256K pages allocated when first used, each with one bit per

@@ -276,14 +276,17 @@ bool Node::StartUntracked(PageId p, Page& pg) {
 
 // Only pages homed here without asking anyone: a static home, or any page
 // of a one-node job (claiming ahead under first touch would take pages
-// another node is about to touch first).
+// another node is about to touch first). Under first touch on several
+// nodes, the pages a claim was granted ahead (ClaimAhead) are this node's
+// already and are mapped too (MapGranted).
 size_t Node::MapAhead(PageId p) {
-  if (p == 0 || p + 1 >= config_.geometry.pages) return 0;
+  if (p + 1 >= config_.geometry.pages) return 0;
+  const bool first_touch = homes_.policy() == HomePolicy::kFirstTouch;
+  if (first_touch && nodes() > 1) return MapGranted(p);
+  if (p == 0) return 0;
   const Page* before = pages_.Find(p - 1);
   if (before == nullptr || before->home != config_.self || before->state == Page::State::kInvalid)
     return 0;
-  const bool first_touch = homes_.policy() == HomePolicy::kFirstTouch;
-  if (first_touch && nodes() > 1) return 0;
   size_t n = 0;
   for (PageId q = p + 1; n < kMapAhead - 1 && q < config_.geometry.pages; ++q, ++n) {
     if (pages_.Find(q) != nullptr) break;  // touched, asked for or waited on already
@@ -292,6 +295,24 @@ size_t Node::MapAhead(PageId p) {
     if (Marked(q)) break;
     Page& pg = PageEntry(q);
     if (first_touch) pg.home = directory_.Claim(q, config_.self);
+    StartUntracked(q, pg);
+    pg.prot = Prot::kReadWrite;
+  }
+  return n;
+}
+
+// The pages after p that a claim made this node home of along a sweep and
+// that nothing has touched, asked for or waited on here: the sweep that
+// earned them writes them next, and each would cost a fault of its own.
+size_t Node::MapGranted(PageId p) {
+  size_t n = 0;
+  for (PageId q = p + 1; n < kMapAhead - 1 && q < config_.geometry.pages; ++q, ++n) {
+    Page* found = pages_.Find(q);
+    if (found == nullptr) break;
+    Page& pg = *found;
+    if (pg.home != config_.self || pg.state != Page::State::kInvalid || pg.tracked || pg.claiming ||
+        !pg.waiters.empty() || !VersionCovers(q, pg.need) || Marked(q))
+      break;
     StartUntracked(q, pg);
     pg.prot = Prot::kReadWrite;
   }
@@ -339,11 +360,13 @@ Outcome Node::FaultOnce(ThreadId t, PageId p, Access a) {
       return Outcome::kBlocked;
     }
     if (manager == config_.self) {
-      pg.home = directory_.Claim(p, config_.self);
+      const auto [home, same] = GrantClaim(config_.self, p, ClaimAhead(p));
+      pg.home = home;
+      ClaimAnswered(p, home, same);
     } else {
       if (!pg.claiming) {
         pg.claiming = true;
-        Send(manager, HomeClaim{p});
+        Send(manager, HomeClaim{p, ClaimAhead(p)});
       }
       pg.waiters.push_back(t);
       return Outcome::kBlocked;
@@ -552,29 +575,49 @@ uint32_t Node::ClaimSpan(PageId p) const {
   return uint32_t(std::min<PageId>(homes_.ManagerBlockEnd(p), p + config_.max_run) - p);
 }
 
-// First touch along a sweep: a node whose claim follows on from the span its
-// last one was answered with walks through fresh memory (initialising its
-// part of an array), and is granted the unclaimed pages after it too, 1, 2,
-// 4, ... up to a page run within the manager's block: a claim a run, not a
-// page (the reply's `same` tells it). A page claimed by another node first
-// ends the grant. A granted page is the claimant's as if it had touched it
-// first: a node that touches it sooner fetches the fresh page from there
-// (CheckHomedHere), so only where homes fall changes, never what is read.
-Node::ClaimSweep& Node::ClaimAhead(NodeId claimant, PageId p, bool won) {
-  auto& sweeps = claim_sweeps_[claimant];
-  ClaimSweep* s = std::find_if(sweeps.begin(), sweeps.end(), [&](const ClaimSweep& c) { return c.next == p; });
-  if (s == sweeps.end()) {
-    s = std::min_element(sweeps.begin(), sweeps.end(),
+// First touch along a sweep: a claim that follows on from the span this
+// node's last claim was answered with (in any manager's block: a sweep
+// crosses them) walks through fresh memory, initialising this node's part of
+// an array, and asks for the unclaimed pages after it too, 1, 2, 4, ... up
+// to a page run: a claim a run, not a page. Returns how many to ask for.
+uint32_t Node::ClaimAhead(PageId p) {
+  ClaimSweep* s = std::find_if(claim_sweeps_.begin(), claim_sweeps_.end(),
+                               [&](const ClaimSweep& c) { return c.next == p; });
+  if (s == claim_sweeps_.end()) {
+    s = std::min_element(claim_sweeps_.begin(), claim_sweeps_.end(),
                          [](const ClaimSweep& a, const ClaimSweep& b) { return a.used < b.used; });
     *s = {p, 0, 0};
   } else {
-    s->ahead = std::min(std::max(2 * s->ahead, 1u), config_.max_run);
+    s->ahead = std::min(std::max(2 * s->ahead, 1u), config_.max_run - 1);
   }
   s->used = ++claim_clock_;
-  if (!won) return *s;
-  const PageId end = std::min<PageId>(p + ClaimSpan(p), p + 1 + s->ahead);
-  for (PageId q = p + 1; q < end && directory_.Lookup(q) == kNoNode; ++q) directory_.Claim(q, claimant);
-  return *s;
+  s->next = p + 1;  // until the answer says how far the claim reached
+  return s->ahead;
+}
+
+// The claim of p was answered: p's home, and `same` pages after it.
+void Node::ClaimAnswered(PageId p, NodeId home, uint32_t same) {
+  for (ClaimSweep& s : claim_sweeps_)
+    if (s.next == p + 1) s.next = p + same + 1;
+  LearnFollowingHomes(p, home, same);
+}
+
+// The manager's answer to claimant's claim of p (this node's own included):
+// p's home, and how many pages after it have that home, for the claimant's
+// runs and map ahead. A won claim takes up to `ahead` unclaimed pages after
+// p in this manager's block too; a page claimed by another node first ends
+// them. A page so taken is the claimant's as if it had touched it first: a
+// node that touches it sooner fetches the fresh page from there
+// (CheckHomedHere), so only where homes fall changes, never what is read.
+std::pair<NodeId, uint32_t> Node::GrantClaim(NodeId claimant, PageId p, uint32_t ahead) {
+  const NodeId home = directory_.Claim(p, claimant);
+  const PageId end = p + ClaimSpan(p);
+  if (home == claimant)
+    for (PageId q = p + 1; q < std::min<PageId>(end, p + 1 + ahead) && directory_.Lookup(q) == kNoNode; ++q)
+      directory_.Claim(q, claimant);
+  uint32_t same = 0;
+  for (PageId q = p + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
+  return {home, same};
 }
 
 void Node::LearnFollowingHomes(PageId p, NodeId home, uint32_t same) {
@@ -868,13 +911,7 @@ Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {
   if (homes_.policy() != HomePolicy::kFirstTouch || homes_.Manager(m.page) != config_.self)
     return Status::InvalidArgument("home claim sent to a node that does not manage the page");
   if (ClaimsAtNic()) return Status::InvalidArgument("home claim message in a mode that claims by CAS");
-  const NodeId home = directory_.Claim(m.page, from);
-  ClaimSweep& sweep = ClaimAhead(from, m.page, home == from);
-  // The claimed pages after it with the same home, for the claimant's runs.
-  uint32_t same = 0;
-  const PageId end = m.page + ClaimSpan(m.page);
-  for (PageId q = m.page + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
-  sweep.next = m.page + same + 1;
+  const auto [home, same] = GrantClaim(from, m.page, m.ahead);
   Send(from, HomeReply{m.page, home, same});
   if (home == config_.self && !ReadsRemotely(config_.mode)) {
     // The claimant faulted on a page homed here and would fetch it next:
@@ -902,7 +939,7 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
     return Status::Malformed("home reply names pages the manager does not keep");
   pg.claiming = false;
   pg.home = m.home;
-  LearnFollowingHomes(m.page, m.home, m.same);
+  ClaimAnswered(m.page, m.home, m.same);
   if (m.home == from && !ReadsRemotely(config_.mode)) {
     // The manager is the home: its copy follows this reply (OnHomeClaim).
     pg.fetching = true;

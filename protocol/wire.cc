@@ -94,7 +94,10 @@ void PutBody(Writer& w, const BarrierRelease& m) {
   PutBool(w, m.serial);
 }
 
-void PutBody(Writer& w, const HomeClaim& m) { w.PutU64(m.page); }
+void PutBody(Writer& w, const HomeClaim& m) {
+  w.PutU64(m.page);
+  w.PutU32(m.ahead);
+}
 
 void PutBody(Writer& w, const HomeReply& m) {
   w.PutU64(m.page);
@@ -312,7 +315,10 @@ void ReadBody(BodyReader& r, BarrierRelease* m) {
   r.Bool(&m->serial, "serial");
 }
 
-void ReadBody(BodyReader& r, HomeClaim* m) { r.U64(&m->page, "page"); }
+void ReadBody(BodyReader& r, HomeClaim* m) {
+  r.U64(&m->page, "page");
+  r.Below(&m->ahead, kMaxPageRun, "ahead");
+}
 
 void ReadBody(BodyReader& r, HomeReply* m) {
   r.U64(&m->page, "page");

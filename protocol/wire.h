@@ -18,9 +18,10 @@
 namespace svm::wire {
 
 inline constexpr uint32_t kMagic = 0x314d5653;  // "SVM1" read as little-endian bytes
-inline constexpr uint16_t kVersion = 4;  // 3: page runs (FetchRequest.count,
+inline constexpr uint16_t kVersion = 5;  // 3: page runs (FetchRequest.count,
                                          // PageReply.versions, HomeReply.same);
-                                         // 4: strided runs (.stride)
+                                         // 4: strided runs (.stride);
+                                         // 5: HomeClaim.ahead
 inline constexpr size_t kHeaderBytes = 16;
 // Bound on any body; larger lengths are rejected before allocation.
 inline constexpr uint32_t kMaxBodyBytes = 64u << 20;

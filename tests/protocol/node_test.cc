@@ -792,8 +792,8 @@ TEST(NodeTest, SequentialFirstTouchesMapARunAhead) {
   EXPECT_EQ(c.node(0).stats().untracked_pages, 8u);
 }
 
-// First touch on several nodes: a sweep maps nothing ahead, since claiming
-// pages here could take one another node manages and is about to touch.
+// First touch on several nodes: a first claim maps nothing ahead, since
+// claiming pages here could take one another node is about to touch.
 TEST(NodeTest, FirstTouchSweepDoesNotClaimAhead) {
   Cluster c(2, 1, HomePolicy::kFirstTouch);  // node 1 manages the odd pages
   c.Write(0, 0, 0, 0, 1);
@@ -811,8 +811,11 @@ TEST(NodeTest, FirstTouchSweepDoesNotClaimAhead) {
 TEST(NodeTest, FirstTouchSweepIsGrantedPagesAhead) {
   Cluster c(2, 1, HomePolicy::kFirstTouch, 8);  // node 1 manages 8..15
   for (PageId p = 8; p < 13; ++p) c.Write(0, 0, p, 0, uint8_t(p));
-  // Claims 8, 9 (granted 10), 11 (granted 12 and 13): three, not five.
+  // Claims 8, 9 (granted 10), 11 (granted 12 and 13): three, not five; the
+  // granted pages are mapped with the claimed one.
   EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 3u);
+  EXPECT_EQ(c.node(0).stats().write_faults, 3u);
+  EXPECT_EQ(c.host(0).prot(13), Prot::kReadWrite);
   c.BarrierAll(1, 1);
   for (PageId p = 8; p < 13; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), p) << p;
   EXPECT_EQ(c.Read(1, 0, 13, 0), 0);  // granted to node 0, never touched there
@@ -823,6 +826,24 @@ TEST(NodeTest, FirstTouchSweepIsGrantedPagesAhead) {
   EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 4u);
   c.BarrierAll(2, 1);
   for (PageId p = 13; p < 16; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), p) << p;
+}
+
+// A sweep through fresh memory claims runs across the managers' blocks:
+// each claim asks for twice the pages the last one reached, and the pages
+// it gets are mapped with the claimed one, with no fault of their own.
+TEST(NodeTest, FirstTouchSweepClaimsRunsAcrossManagers) {
+  Cluster c(2, 1, HomePolicy::kFirstTouch, 8);  // node 0 manages 0..7, node 1 8..15
+  for (PageId p = 0; p < 16; ++p) c.Write(0, 0, p, 0, uint8_t(p + 1));
+  // Claims 0, 1 (and 2), 3 (4, 5) and 6 (7) here, 8 (and 9..15) at node 1.
+  EXPECT_EQ(c.node(0).stats().write_faults, 5u);
+  EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kHomeClaim)], 1u);
+  EXPECT_EQ(c.node(0).stats().untracked_pages, 16u);
+  c.BarrierAll(1, 1);
+  for (PageId p = 0; p < 16; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), p + 1) << p;
+  // Node 1 fetched them all: node 0's next writes are noted.
+  for (PageId p = 0; p < 16; ++p) c.Write(0, 0, p, 0, uint8_t(p + 2));
+  c.BarrierAll(2, 1);
+  for (PageId p = 0; p < 16; ++p) EXPECT_EQ(c.Read(1, 0, p, 0), p + 2) << p;
 }
 
 // A grant ends at a page another node touched first, and a claim out of

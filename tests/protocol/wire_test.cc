@@ -53,7 +53,7 @@ std::vector<Message> Samples() {
       BarrierRelease{2, Vt({9, 9, 9}), true, notices},
       BarrierRelease{0, Vt({0, 0, 0}), false, {}},
       HomeClaim{123},
-      HomeClaim{UINT64_MAX},
+      HomeClaim{UINT64_MAX, kMaxPageRun - 1},
       HomeReply{123, 2, kMaxPageRun - 1},
       HomeReply{0, 0},
       SpawnRequest{0x5356000100000002, 0x401136, 0x7fffffffe000},
@@ -152,7 +152,7 @@ TEST(Wire, EncodeAppends) {
 TEST(Wire, GoldenHomeReply) {
   Bytes want = {
       0x53, 0x56, 0x4d, 0x31,  // magic "SVM1"
-      0x04, 0x00,              // version 4
+      0x05, 0x00,              // version 5
       0x09, 0x00,              // type home-reply
       0x10, 0x00, 0x00, 0x00,  // body length 16
       0x07, 0x00, 0x00, 0x00,  // epoch 7
@@ -163,9 +163,19 @@ TEST(Wire, GoldenHomeReply) {
   EXPECT_EQ(Encode(HomeReply{0x0102030405060708, 2, 5}, 7), want);
 }
 
+TEST(Wire, GoldenHomeClaim) {
+  Bytes want = {
+      0x53, 0x56, 0x4d, 0x31, 0x05, 0x00, 0x08, 0x00,  // magic, version, home-claim
+      0x0c, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 12, epoch 7
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // page
+      0x3f, 0x00, 0x00, 0x00,                          // ahead
+  };
+  EXPECT_EQ(Encode(HomeClaim{0x0102030405060708, 63}, 7), want);
+}
+
 TEST(Wire, GoldenLockRequest) {
   Bytes want = {
-      0x53, 0x56, 0x4d, 0x31, 0x04, 0x00, 0x04, 0x00,  // magic, version, lock-request
+      0x53, 0x56, 0x4d, 0x31, 0x05, 0x00, 0x04, 0x00,  // magic, version, lock-request
       0x1d, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 29, epoch 7
       0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // lock
       0x01, 0x00, 0x00, 0x00,                          // requester
@@ -178,7 +188,7 @@ TEST(Wire, GoldenLockRequest) {
 
 TEST(Wire, GoldenLockGrantWithNotice) {
   Bytes want = {
-      0x53, 0x56, 0x4d, 0x31, 0x04, 0x00, 0x05, 0x00,  // magic, version, lock-grant
+      0x53, 0x56, 0x4d, 0x31, 0x05, 0x00, 0x05, 0x00,  // magic, version, lock-grant
       0x38, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // body length 56, epoch 7
       0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // lock
       0x03, 0x00, 0x00, 0x00,                          // timestamp: 3 entries
@@ -455,6 +465,25 @@ TEST(Wire, PageRunCountsBounded) {
       w.PutU32(0);
     });
     EXPECT_EQ(DecodeBytes(reply).ok(), valid) << count;
+  }
+}
+
+// A home claim asks for fewer pages ahead than a run, and a reply names
+// fewer pages with the same home.
+TEST(Wire, HomeClaimSpansBounded) {
+  for (uint32_t n : {0u, kMaxPageRun - 1, kMaxPageRun, UINT32_MAX}) {
+    const bool valid = n < kMaxPageRun;
+    Bytes claim = Raw(MessageType::kHomeClaim, [&](coding::Writer& w) {
+      w.PutU64(1);
+      w.PutU32(n);
+    });
+    EXPECT_EQ(DecodeBytes(claim).ok(), valid) << n;
+    Bytes reply = Raw(MessageType::kHomeReply, [&](coding::Writer& w) {
+      w.PutU64(1);
+      w.PutU32(0);
+      w.PutU32(n);
+    });
+    EXPECT_EQ(DecodeBytes(reply).ok(), valid) << n;
   }
 }
 
