@@ -265,22 +265,26 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stri
 
 // First touch: the words after p first (unsignaled), then the CAS, whose
 // completion, the last, carries the old word: the claim's outcome.
-void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
+void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) {
   auto op = NewOp(uint8_t(OneSided::Kind::kHomeClaim));
   op->home = manager;
   op->page = p;
   op->count = count - 1;
   op->buf.resize(size_t(op->count) * sizeof(uint64_t));
+  const uint64_t mine = uint64_t(self()) + 1;
   if (manager == self() && LocalAtomicsMatchNic()) {
     // Served here as the NIC would serve it, without its round trip (over
     // tcp a loopback through the NIC thread); completed the same way.
+    for (uint32_t i = 1; i <= ahead; ++i) {
+      uint64_t none = 0;
+      std::atomic_ref<uint64_t>(home_words_[p + i]).compare_exchange_strong(none, mine, std::memory_order_acq_rel);
+    }
     for (uint32_t i = 0; i < op->count; ++i) {
       const uint64_t w = std::atomic_ref<uint64_t>(home_words_[p + 1 + i]).load(std::memory_order_acquire);
       std::memcpy(op->buf.data() + i * sizeof(uint64_t), &w, sizeof w);
     }
     uint64_t old = 0;
-    std::atomic_ref<uint64_t>(home_words_[p]).compare_exchange_strong(old, uint64_t(self()) + 1,
-                                                                      std::memory_order_acq_rel);
+    std::atomic_ref<uint64_t>(home_words_[p]).compare_exchange_strong(old, mine, std::memory_order_acq_rel);
     const uint64_t id = next_wr_++;
     TrackOp(id, std::move(op));
     nic::Completion c;
@@ -291,11 +295,16 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count) {
     os_cq_.Push(c);
     return;
   }
+  // A peer's NIC does one poster's requests in the order posted, so the
+  // read sees the claims ahead; were it not so, a page claimed ahead would
+  // only be learned (and mapped) later, by a claim that finds it ours.
   nic::Sge words{op->buf.data(), uint32_t(op->buf.size())};
-  nic::WorkRequest wrs[2];
+  nic::WorkRequest wrs[kMaxPageRun + 1];
   size_t n = 0;
+  for (uint32_t i = 1; i <= ahead; ++i)
+    wrs[n++] = nic::WorkRequest::Cas(manager, kHomeWords, (p + i) * sizeof(uint64_t), 0, mine);
   if (op->count > 0) wrs[n++] = nic::WorkRequest::Read(manager, kHomeWords, (p + 1) * sizeof(uint64_t), {&words, 1});
-  wrs[n++] = nic::WorkRequest::Cas(manager, kHomeWords, p * sizeof(uint64_t), 0, uint64_t(self()) + 1);
+  wrs[n++] = nic::WorkRequest::Cas(manager, kHomeWords, p * sizeof(uint64_t), 0, mine);
   PostOneSided(std::move(op), std::span(wrs, n));
 }
 

@@ -189,7 +189,7 @@ class Runtime final : public Host {
   std::span<IntervalId> Versions(PageId p) override;
   uint64_t& SharedMark(PageId p) override;
   uint64_t& HomeWord(PageId p) override;
-  void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
+  void ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) override;
   void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
                  Landing into) override;
   void WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) override;

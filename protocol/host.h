@@ -134,13 +134,15 @@ class Host {
   virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
                          Landing into) = 0;
 
-  // rf and up, first touch: READ manager's HomeWord of pages
-  // (p, p + count), then CAS its HomeWord(p) from 0 to this node + 1,
-  // posted together (1 <= count <= kMaxPageRun, p + count <= the end of the
-  // manager's block). `manager` may be this node; its CAS must then be
-  // atomic with its peers' NICs' CASes on the word too. Completes with
-  // Node::OnHomeClaimed: the word's old value and the words read.
-  virtual void ClaimHome(NodeId manager, PageId p, uint32_t count) = 0;
+  // rf and up, first touch: CAS manager's HomeWord of the `ahead` pages
+  // after p from 0 to this node + 1 (a sweep's claim ahead, whatever p's
+  // fate), READ the HomeWord of pages (p, p + count), then CAS HomeWord(p)
+  // likewise, posted together in that order (ahead < count <= kMaxPageRun,
+  // p + count <= the end of the manager's block). `manager` may be this
+  // node; its CASes must then be atomic with its peers' NICs' CASes on the
+  // words too. Completes with Node::OnHomeClaimed: p's word's old value and
+  // the words read.
+  virtual void ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) = 0;
 
   // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then
   // home's Versions(p)[self] = interval. No completion reaches the Node.

@@ -354,7 +354,7 @@ Outcome Node::FaultOnce(ThreadId t, PageId p, Access a) {
       if (!pg.claiming) {
         pg.claiming = true;
         stats_.home_claims++;
-        host_->ClaimHome(manager, p, ClaimSpan(p));
+        host_->ClaimHome(manager, p, ClaimSpan(p), std::min(ClaimAhead(p), ClaimSpan(p) - 1));
       }
       pg.waiters.push_back(t);
       return Outcome::kBlocked;
@@ -972,7 +972,7 @@ Status Node::OnHomeClaimed(PageId p, uint64_t word, std::span<const uint64_t> fo
   while (same < following.size() && following[same] == uint64_t(home) + 1) ++same;
   pg.claiming = false;
   pg.home = home;
-  LearnFollowingHomes(p, home, same);
+  ClaimAnswered(p, home, same);
   WakeWaiters(pg);
   return Status::Ok();
 }

@@ -121,7 +121,7 @@ class TestHost : public MemoryHost {
   void DepositNotice(const WriteNotice&) override { ADD_FAILURE() << "DepositNotice in base mode"; }
   void TakeNotices(std::vector<WriteNotice>*) override { ADD_FAILURE() << "TakeNotices in base mode"; }
   void NicLockTail(NodeId, LockId, NodeId) override { ADD_FAILURE() << "NicLockTail in base mode"; }
-  void ClaimHome(NodeId, PageId, uint32_t) override { ADD_FAILURE() << "ClaimHome in base mode"; }
+  void ClaimHome(NodeId, PageId, uint32_t, uint32_t) override { ADD_FAILURE() << "ClaimHome in base mode"; }
   // Each nudge with the number of messages sent before it.
   void Nudge(NodeId to) override;
   std::vector<std::pair<NodeId, size_t>> nudged;
@@ -1184,12 +1184,15 @@ class ModeHost : public MemoryHost {
     guesses.push_back(guess);
   }
   void Nudge(NodeId to) override { nudged.push_back(to); }
-  void ClaimHome(NodeId manager, PageId p, uint32_t count) override { claims.push_back({manager, p, count}); }
+  void ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) override {
+    claims.push_back({manager, p, count, ahead});
+  }
 
   struct ClaimCall {
     NodeId manager;
     PageId page;
     uint32_t count;
+    uint32_t ahead = 0;
     friend bool operator==(const ClaimCall&, const ClaimCall&) = default;
   };
   std::vector<ClaimCall> claims;
@@ -1669,10 +1672,13 @@ NodeConfig FirstTouchConfig(Mode mode, NodeId self) {
   return c;
 }
 
-// The manager's NIC serving a claim the way the runtime posts it: the words
-// after p read, then the CAS of p's word from 0 to the claimant.
+// The manager's NIC serving a claim the way the runtime posts it: the CASes
+// of the words ahead, the words after p read, then the CAS of p's word from
+// 0 to the claimant.
 std::pair<uint64_t, std::vector<uint64_t>> ServeClaim(MemoryHost& manager, NodeId claimant,
                                                       const ModeHost::ClaimCall& c) {
+  for (PageId q = c.page + 1; q <= c.page + c.ahead; ++q)
+    if (manager.HomeWord(q) == 0) manager.HomeWord(q) = claimant + 1;
   std::vector<uint64_t> following;
   for (PageId q = c.page + 1; q < c.page + c.count; ++q) following.push_back(manager.HomeWord(q));
   const uint64_t old = manager.HomeWord(c.page);
@@ -1729,7 +1735,8 @@ TEST(NodeModeTest, FirstTouchClaimLearnsOnlyTheSameHome) {
   EXPECT_EQ(h.read_counts.back(), 1u);
   ASSERT_TRUE(n.OnPageRead(2, 5, 1, std::vector<VectorTime>{VectorTime(3)}, std::vector<uint8_t>(kPage)).ok());
   ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
-  EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 6, 2}));
+  // A claim along the sweep: it asks for page 7 too (node 2 has it).
+  EXPECT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 6, 2, 1}));
   ASSERT_TRUE(n.OnHomeClaimed(6, 2, std::vector<uint64_t>{3}).ok());
   ASSERT_EQ(n.Fault(0, 6, Access::kRead), Outcome::kBlocked);
   EXPECT_EQ(h.reads.back(), (std::pair<NodeId, PageId>{1, 6}));
@@ -1750,6 +1757,25 @@ TEST(NodeModeTest, FirstTouchClaimWonAtHomeNeedsNoRead) {
   EXPECT_EQ(h.prot(2), Prot::kReadWrite);  // a first touch at the home: read-write
   EXPECT_TRUE(h.reads.empty());
   EXPECT_EQ(h.HomeWord(2), 1u);
+}
+
+// A sweep's claims by CAS take the pages after them too, 1, 2, 4, ... and on
+// across the managers' blocks; the pages taken are mapped with the claimed
+// one. (One host keeps both managers' words: they are words of other pages.)
+TEST(NodeModeTest, FirstTouchSweepClaimsAheadByCas) {
+  ModeHost h(2);
+  Node n(FirstTouchConfig(Mode::kRf, 0), &h);
+  for (PageId p = 0; p < 8; ++p) {
+    if (h.prot(p) == Prot::kReadWrite) continue;  // mapped with an earlier claim
+    ASSERT_EQ(n.Fault(0, p, Access::kWrite), Outcome::kBlocked) << p;
+    auto [old, following] = ServeClaim(h, 0, h.claims.back());
+    ASSERT_TRUE(n.OnHomeClaimed(p, old, following).ok());
+    ASSERT_EQ(n.Fault(0, p, Access::kWrite), Outcome::kDone) << p;
+  }
+  // 1 takes 2; 3 ends node 0's block (4 is node 1's to give); 4 takes 5..7.
+  EXPECT_EQ(h.claims, (std::vector<ModeHost::ClaimCall>{{0, 0, 4, 0}, {0, 1, 3, 1}, {0, 3, 1, 0}, {1, 4, 4, 3}}));
+  EXPECT_EQ(n.stats().write_faults, 4u);
+  for (PageId p = 0; p < 8; ++p) EXPECT_EQ(h.HomeWord(p), 1u) << p;
 }
 
 // Two nodes claim one page at once: the first CAS wins; the other finds the

@@ -114,14 +114,16 @@ uint64_t& SimHost::HomeWord(PageId p) {
   return home_words_[p];
 }
 
-void SimHost::ClaimHome(NodeId manager, PageId p, uint32_t count) {
+void SimHost::ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) {
   if (!CheckPeer("ClaimHome", manager, true)) return;
-  if (p >= pages_ || count == 0 || count > kMaxPageRun || count > pages_ - p)
-    return ContractError("ClaimHome of page " + std::to_string(p) + "+" + std::to_string(count));
+  if (p >= pages_ || count == 0 || count > kMaxPageRun || count > pages_ - p || ahead >= count)
+    return ContractError("ClaimHome of page " + std::to_string(p) + "+" + std::to_string(count) + " ahead " +
+                         std::to_string(ahead));
   Event e;
   e.kind = EventKind::kHomeClaim;
   e.page = p;
   e.count = count;
+  e.ahead = ahead;
   network_->Post(self_, manager, std::move(e));
 }
 
@@ -243,9 +245,11 @@ void SimHost::ServeDeposit(NodeId writer, WriteNotice notice) {
   deposits_[writer].push_back(std::move(notice));
 }
 
-void SimHost::ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, Event* done) {
+void SimHost::ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, uint32_t ahead, Event* done) {
   done->kind = EventKind::kHomeClaimed;
   done->page = p;
+  for (PageId q = p + 1; q <= p + ahead; ++q)
+    if (home_words_[q] == 0) home_words_[q] = uint64_t(claimant) + 1;
   for (PageId q = p + 1; q < p + count; ++q) done->words.push_back(home_words_[q]);
   done->word = home_words_[p];
   if (home_words_[p] == 0) home_words_[p] = uint64_t(claimant) + 1;

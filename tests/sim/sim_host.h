@@ -65,7 +65,7 @@ class SimHost final : public Host {
   uint32_t JobThreads() override { return listener_->LiveThreads(); }
   uint64_t& SharedMark(PageId p) override;
   uint64_t& HomeWord(PageId p) override;
-  void ClaimHome(NodeId manager, PageId p, uint32_t count) override;
+  void ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) override;
   // Never into the frames: they are separate allocations here.
   void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
                  Landing into) override;
@@ -91,11 +91,12 @@ class SimHost final : public Host {
   // one step): what the word named before, this node for a fresh word.
   NodeId ServeLockSwap(NodeId requester, LockId l);
   // A claim of p's home word by `claimant` (as the runtime posts it: the
-  // words after p read, then the CAS), into *done (a kHomeClaimed event).
+  // CASes of the `ahead` words after p, the words after p read, then p's
+  // CAS), into *done (a kHomeClaimed event).
   // One step: the words are set once, so what a read finds stays true and
   // reading them before or after the CAS, or between other nodes' claims,
   // tells the claimant nothing false.
-  void ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, Event* done);
+  void ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, uint32_t ahead, Event* done);
   // p's home word here (0: unclaimed, else the home + 1).
   uint64_t home_word(PageId p) const { return p < pages_ ? home_words_[p] : 0; }
 

@@ -55,7 +55,8 @@ struct Event {
   VectorTime time;
   WriteNotice notice;
   bool slow = false;
-  uint32_t count = 1;  // kRead: pages from `page` on,
+  uint32_t count = 1;  // kRead: pages from `page` on; kHomeClaim: words,
+  uint32_t ahead = 0;  // kHomeClaim: words after `page` claimed too
   uint32_t stride = 1;  // kRead, kReadDone: this far apart
   uint64_t mark = 0;   // kRead: bit i set: the home's SharedMark of page i first
   uint8_t* landing = nullptr;  // kRead, kReadDone: where the reader's Node has the pages land

@@ -520,7 +520,7 @@ void World::DeliverOneSided(Pair p, Event& e) {
       break;
     case EventKind::kHomeClaim: {
       Event done;
-      target.ServeHomeClaim(p.from, e.page, e.count, &done);
+      target.ServeHomeClaim(p.from, e.page, e.count, e.ahead, &done);
       network_.Post(p.to, p.from, std::move(done));
       break;
     }
