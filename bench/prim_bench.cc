@@ -171,6 +171,42 @@ void BM_Install(benchmark::State& state, Backend b, bool fill) {
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
 }
 
+// Copying runs of pages between existing frames and a buffer (a home
+// serving a fetch reads them, a node installing a copy writes them): through
+// the protocol view where no page table entry maps them yet (every frame's
+// first touch makes one; the view is unmapped between batches), or by
+// pread(2)/pwrite(2) of the memory file, which map nothing
+// (Host::CopyFrames, Host::WriteFrame; Node::kWarmCopies).
+void BM_FrameCopy(benchmark::State& state, bool file, bool write) {
+  Setup s;
+  if (!s.Open(state, Backend::kUffd, false)) return;
+  const size_t run = size_t(state.range(0)), page = s.region->page_size();
+  std::vector<char> buf(run * page, 7);
+  size_t i = kPages;
+  for (auto _ : state) {
+    if (i + run > kPages) {
+      state.PauseTiming();
+      if (madvise(s.region->proto(), s.region->size(), MADV_DONTNEED) != 0) abort();
+      state.ResumeTiming();
+      i = 0;
+    }
+    char* frames = s.region->ProtoPage(i);
+    const off_t at = off_t(i * page);
+    if (file && write) {
+      if (pwrite(s.region->fd(), buf.data(), run * page, at) != ssize_t(run * page)) abort();
+    } else if (file) {
+      if (pread(s.region->fd(), buf.data(), run * page, at) != ssize_t(run * page)) abort();
+    } else if (write) {
+      std::memcpy(frames, buf.data(), run * page);
+    } else {
+      std::memcpy(buf.data(), frames, run * page);
+    }
+    benchmark::ClobberMemory();
+    i += run;
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
+}
+
 void BM_TwinCopy(benchmark::State& state) {
   const size_t page = size_t(getpagesize());
   std::unique_ptr<char[]> src(new char[page]), dst(new char[page]);
@@ -235,6 +271,13 @@ int main(int argc, char** argv) {
                                  Backend::kUffd, fill)
         ->Arg(1)
         ->Arg(16);
+  for (bool write : {false, true})
+    for (bool file : {false, true})
+      benchmark::RegisterBenchmark(
+          (std::string("BM_FrameCopy/") + (write ? "in/" : "out/") + (file ? "file" : "view")).c_str(),
+          BM_FrameCopy, file, write)
+          ->Arg(1)
+          ->Arg(16);
   benchmark::RegisterBenchmark("BM_TwinCopy", BM_TwinCopy);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
@@ -266,6 +309,14 @@ int main(int argc, char** argv) {
       std::printf("  fresh page installed, runs of %2d: written %.2f us, filled %.2f us a page (%.2fx)\n", run, w,
                   f, f / w);
   }
+  for (const char* dir : {"out", "in"})
+    for (int run : {1, 16}) {
+      const std::string k = std::string("BM_FrameCopy/") + dir + "/";
+      const double v = get(k + "view/" + std::to_string(run)) / run, f = get(k + "file/" + std::to_string(run)) / run;
+      if (v > 0 && f > 0)
+        std::printf("  frames copied %-3s in runs of %2d: through an unmapped view %.2f us, by %s %.2f us a page (%.2fx)\n",
+                    dir, run, v, dir[0] == 'o' ? "pread" : "pwrite", f, f / v);
+    }
   benchmark::Shutdown();
   return 0;
 }
