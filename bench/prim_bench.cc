@@ -136,6 +136,21 @@ void BM_Protect(benchmark::State& state, Backend b) {
   }
 }
 
+// The first page of the next run of `run` pages, from i on; when fewer than
+// that are left, reset() (untimed) and start over at page 0.
+template <typename Reset>
+size_t NextRun(benchmark::State& state, size_t* i, size_t run, Reset reset) {
+  if (*i + run > kPages) {
+    state.PauseTiming();
+    reset();
+    state.ResumeTiming();
+    *i = 0;
+  }
+  const size_t at = *i;
+  *i += run;
+  return at;
+}
+
 // Installing runs of pages fetched from elsewhere whose frames do not exist
 // yet (a cold remote fault's last step): written through the protocol view
 // (zero-filled first, by a page fault or MADV_POPULATE_WRITE for a run) and
@@ -146,16 +161,13 @@ void BM_Install(benchmark::State& state, Backend b, bool fill) {
   if (!s.Open(state, b, false)) return;
   const size_t run = size_t(state.range(0)), page = s.region->page_size();
   std::vector<char> src(run * page, 3);
-  size_t i = kPages;
+  size_t next = kPages;
   for (auto _ : state) {
-    if (i + run > kPages) {
-      state.PauseTiming();
+    const size_t i = NextRun(state, &next, run, [&] {
       if (s.trap->Protect(0, kPages, Prot::kNone) != 0 ||
           fallocate(s.region->fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, off_t(s.region->size())) != 0)
         abort();
-      state.ResumeTiming();
-      i = 0;
-    }
+    });
     if (fill) {
       if (s.trap->Fill(i, run, src.data(), Prot::kRead) != run) {
         state.SkipWithError("Fill installed fewer pages than asked");
@@ -166,7 +178,6 @@ void BM_Install(benchmark::State& state, Backend b, bool fill) {
       std::memcpy(s.region->ProtoPage(i), src.data(), run * page);
       if (s.trap->Protect(i, run, Prot::kRead) != 0) abort();
     }
-    i += run;
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
 }
@@ -176,20 +187,17 @@ void BM_Install(benchmark::State& state, Backend b, bool fill) {
 // the protocol view where no page table entry maps them yet (every frame's
 // first touch makes one; the view is unmapped between batches), or by
 // pread(2)/pwrite(2) of the memory file, which map nothing
-// (Host::CopyFrames, Host::WriteFrame; Node::kWarmCopies).
+// (Host::CopyFrames, Host::WriteFrames; Node::kWarmCopies).
 void BM_FrameCopy(benchmark::State& state, bool file, bool write) {
   Setup s;
   if (!s.Open(state, Backend::kUffd, false)) return;
   const size_t run = size_t(state.range(0)), page = s.region->page_size();
   std::vector<char> buf(run * page, 7);
-  size_t i = kPages;
+  size_t next = kPages;
   for (auto _ : state) {
-    if (i + run > kPages) {
-      state.PauseTiming();
+    const size_t i = NextRun(state, &next, run, [&] {
       if (madvise(s.region->proto(), s.region->size(), MADV_DONTNEED) != 0) abort();
-      state.ResumeTiming();
-      i = 0;
-    }
+    });
     char* frames = s.region->ProtoPage(i);
     const off_t at = off_t(i * page);
     if (file && write) {
@@ -202,7 +210,6 @@ void BM_FrameCopy(benchmark::State& state, bool file, bool write) {
       std::memcpy(buf.data(), frames, run * page);
     }
     benchmark::ClobberMemory();
-    i += run;
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
 }
