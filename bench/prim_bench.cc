@@ -136,21 +136,6 @@ void BM_Protect(benchmark::State& state, Backend b) {
   }
 }
 
-// The first page of the next run of `run` pages, from i on; when fewer than
-// that are left, reset() (untimed) and start over at page 0.
-template <typename Reset>
-size_t NextRun(benchmark::State& state, size_t* i, size_t run, Reset reset) {
-  if (*i + run > kPages) {
-    state.PauseTiming();
-    reset();
-    state.ResumeTiming();
-    *i = 0;
-  }
-  const size_t at = *i;
-  *i += run;
-  return at;
-}
-
 // Installing runs of pages fetched from elsewhere whose frames do not exist
 // yet (a cold remote fault's last step): written through the protocol view
 // (zero-filled first, by a page fault or MADV_POPULATE_WRITE for a run) and
@@ -161,13 +146,16 @@ void BM_Install(benchmark::State& state, Backend b, bool fill) {
   if (!s.Open(state, b, false)) return;
   const size_t run = size_t(state.range(0)), page = s.region->page_size();
   std::vector<char> src(run * page, 3);
-  size_t next = kPages;
+  size_t i = kPages;
   for (auto _ : state) {
-    const size_t i = NextRun(state, &next, run, [&] {
+    if (i + run > kPages) {
+      state.PauseTiming();
       if (s.trap->Protect(0, kPages, Prot::kNone) != 0 ||
           fallocate(s.region->fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, off_t(s.region->size())) != 0)
         abort();
-    });
+      state.ResumeTiming();
+      i = 0;
+    }
     if (fill) {
       if (s.trap->Fill(i, run, src.data(), Prot::kRead) != run) {
         state.SkipWithError("Fill installed fewer pages than asked");
@@ -178,38 +166,7 @@ void BM_Install(benchmark::State& state, Backend b, bool fill) {
       std::memcpy(s.region->ProtoPage(i), src.data(), run * page);
       if (s.trap->Protect(i, run, Prot::kRead) != 0) abort();
     }
-  }
-  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
-}
-
-// Copying runs of pages between existing frames and a buffer (a home
-// serving a fetch reads them, a node installing a copy writes them): through
-// the protocol view where no page table entry maps them yet (every frame's
-// first touch makes one; the view is unmapped between batches), or by
-// pread(2)/pwrite(2) of the memory file, which map nothing
-// (Host::CopyFrames, Host::WriteFrames; Node::kWarmCopies).
-void BM_FrameCopy(benchmark::State& state, bool file, bool write) {
-  Setup s;
-  if (!s.Open(state, Backend::kUffd, false)) return;
-  const size_t run = size_t(state.range(0)), page = s.region->page_size();
-  std::vector<char> buf(run * page, 7);
-  size_t next = kPages;
-  for (auto _ : state) {
-    const size_t i = NextRun(state, &next, run, [&] {
-      if (madvise(s.region->proto(), s.region->size(), MADV_DONTNEED) != 0) abort();
-    });
-    char* frames = s.region->ProtoPage(i);
-    const off_t at = off_t(i * page);
-    if (file && write) {
-      if (pwrite(s.region->fd(), buf.data(), run * page, at) != ssize_t(run * page)) abort();
-    } else if (file) {
-      if (pread(s.region->fd(), buf.data(), run * page, at) != ssize_t(run * page)) abort();
-    } else if (write) {
-      std::memcpy(frames, buf.data(), run * page);
-    } else {
-      std::memcpy(buf.data(), frames, run * page);
-    }
-    benchmark::ClobberMemory();
+    i += run;
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(run));
 }
@@ -278,13 +235,6 @@ int main(int argc, char** argv) {
                                  Backend::kUffd, fill)
         ->Arg(1)
         ->Arg(16);
-  for (bool write : {false, true})
-    for (bool file : {false, true})
-      benchmark::RegisterBenchmark(
-          (std::string("BM_FrameCopy/") + (write ? "in/" : "out/") + (file ? "file" : "view")).c_str(),
-          BM_FrameCopy, file, write)
-          ->Arg(1)
-          ->Arg(16);
   benchmark::RegisterBenchmark("BM_TwinCopy", BM_TwinCopy);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
@@ -316,14 +266,6 @@ int main(int argc, char** argv) {
       std::printf("  fresh page installed, runs of %2d: written %.2f us, filled %.2f us a page (%.2fx)\n", run, w,
                   f, f / w);
   }
-  for (const char* dir : {"out", "in"})
-    for (int run : {1, 16}) {
-      const std::string k = std::string("BM_FrameCopy/") + dir + "/";
-      const double v = get(k + "view/" + std::to_string(run)) / run, f = get(k + "file/" + std::to_string(run)) / run;
-      if (v > 0 && f > 0)
-        std::printf("  frames copied %-3s in runs of %2d: through an unmapped view %.2f us, by %s %.2f us a page (%.2fx)\n",
-                    dir, run, v, dir[0] == 'o' ? "pread" : "pwrite", f, f / v);
-    }
   benchmark::Shutdown();
   return 0;
 }

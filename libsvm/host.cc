@@ -10,8 +10,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "libsvm/fragment.h"
 #include "libsvm/runtime.h"
@@ -290,62 +288,6 @@ std::span<uint8_t> Runtime::Frame(PageId p) {
   Segment& s = SegmentOf(p);
   const size_t page = s.region->page_size();
   return {reinterpret_cast<uint8_t*>(s.region->ProtoPage(p - s.first)), page};
-}
-
-// pread(2) of the memfd: the page cache's frames, with no page table entry
-// made for them. A system call, not libc's pread: libsvm interposes that.
-void Runtime::CopyFrames(PageId first, uint32_t count, uint32_t stride, uint8_t* out) {
-  uint32_t i = 0;
-  while (i < count) {
-    const PageId p = first + PageId(i) * stride;
-    Segment& s = SegmentOf(p);
-    const unsigned shift = s.region->page_shift();
-    // Neighbouring pages of one segment in one read.
-    uint32_t n = 1;
-    while (stride == 1 && i + n < count && p + n < s.first + s.pages()) ++n;
-    const size_t bytes = size_t(n) << shift;
-    size_t done = 0;
-    while (done < bytes) {
-      const ssize_t r = syscall(SYS_pread64, s.region->fd(), out + (size_t(i) << shift) + done, bytes - done,
-                                off_t(((p - s.first) << shift) + done));
-      if (r > 0) {
-        done += size_t(r);
-      } else if (r < 0 && errno == EINTR) {
-        continue;
-      } else {
-        break;  // past the memfd's end or failed: the view reads what pread could not
-      }
-    }
-    if (done < bytes)
-      std::memcpy(out + (size_t(i) << shift) + done, s.region->ProtoPage(p - s.first) + done, bytes - done);
-    i += n;
-  }
-}
-
-void Runtime::WriteFrames(PageId first, size_t count, std::span<const uint8_t> data) {
-  size_t i = 0;
-  while (i < count) {
-    const PageId p = first + i;
-    Segment& s = SegmentOf(p);
-    const unsigned shift = s.region->page_shift();
-    const size_t n = std::min<size_t>(count - i, s.first + s.pages() - p);  // within one memory file
-    const uint8_t* from = data.data() + (i << shift);
-    const size_t bytes = n << shift;
-    const off_t at = off_t((p - s.first) << shift);
-    size_t done = 0;
-    while (done < bytes) {
-      const ssize_t r = syscall(SYS_pwrite64, s.region->fd(), from + done, bytes - done, at + off_t(done));
-      if (r > 0) {
-        done += size_t(r);
-      } else if (r < 0 && errno == EINTR) {
-        continue;
-      } else {
-        break;  // failed: the view writes what pwrite could not
-      }
-    }
-    if (done < bytes) std::memcpy(s.region->ProtoPage(p - s.first) + done, from + done, bytes - done);
-    i += n;
-  }
 }
 
 PageId Runtime::FramesEnd(PageId p) {

@@ -176,8 +176,6 @@ class Runtime final : public Host {
   void Send(NodeId to, std::vector<uint8_t> bytes) override;
   std::vector<uint8_t> SendBuffer() override;
   std::span<uint8_t> Frame(PageId p) override;
-  void CopyFrames(PageId first, uint32_t count, uint32_t stride, uint8_t* out) override;
-  void WriteFrames(PageId first, size_t count, std::span<const uint8_t> data) override;
   PageId FramesEnd(PageId p) override;
   void Protect(PageId first, size_t count, Prot prot) override;
   void FindWritten(PageId first, size_t count, std::vector<PageId>* written) override;

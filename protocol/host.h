@@ -6,7 +6,6 @@
 // the Node (queue a message or a wake-up instead of handling it inline).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -37,30 +36,6 @@ class Host {
   // The protocol's view of page p's frame on this node: always readable and
   // writable, whatever the application view's protection. Page-sized.
   virtual std::span<uint8_t> Frame(PageId p) = 0;
-
-  // Copies the frames of `count` pages, first, first + stride, ..., to `out`
-  // side by side, without mapping them into the protocol's view where the
-  // host can (the runtime: a read of the memfd). A frame's first touch
-  // through Frame() maps it, which can cost several times a copy (~8 us a
-  // page against ~1 in a virtual machine that shadows page tables); a frame
-  // touched already copies fastest through Frame(), the default.
-  virtual void CopyFrames(PageId first, uint32_t count, uint32_t stride, uint8_t* out) {
-    for (uint32_t i = 0; i < count; ++i) {
-      std::span<const uint8_t> f = Frame(first + PageId(i) * stride);
-      std::copy(f.begin(), f.end(), out + i * f.size());
-    }
-  }
-
-  // Replaces the bytes of the frames of pages [first, first + count) (which
-  // may not exist yet) with `data` (count pages), without mapping them into
-  // the protocol's view where the host can (the runtime: a write to the
-  // memfd), as CopyFrames reads. Default: through Frame().
-  virtual void WriteFrames(PageId first, size_t count, std::span<const uint8_t> data) {
-    for (size_t i = 0; i < count; ++i) {
-      std::span<uint8_t> f = Frame(first + i);
-      std::copy_n(data.begin() + i * f.size(), f.size(), f.begin());
-    }
-  }
 
   // The end of the frames p's lies among: pages [p, FramesEnd(p)) have
   // their frames side by side at every node, so one fetch can carry them.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
-#include <cstring>
 #include <type_traits>
 
 #include "protocol/node_state.h"
@@ -50,25 +49,10 @@ void Node::Send(NodeId to, const Message& m) {
   SendEncoded(to, TypeOf(m), std::move(bytes));
 }
 
-// The frames go into the message through Frame() once each page has been
-// copied kWarmCopies times, else by the host (Host::CopyFrames).
-void Node::SendPageReply(NodeId to, PageId page, uint32_t stride, std::span<const VectorTime> versions) {
-  const size_t page_size = config_.geometry.page_size;
-  const uint32_t count = uint32_t(versions.size());
+void Node::SendPageReply(NodeId to, PageId page, uint32_t stride, std::span<const VectorTime> versions,
+                         std::span<const std::span<const uint8_t>> frames) {
   std::vector<uint8_t> bytes = host_->SendBuffer();
-  uint8_t* data = wire::EncodePageReplyFor(page, stride, versions, count * page_size, config_.epoch, &bytes);
-  bool warm = true;
-  for (uint32_t i = 0; i < count; ++i) {
-    Page* pg = pages_.Find(page + PageId(i) * stride);
-    if (pg == nullptr || pg->copies < kWarmCopies) warm = false;
-    if (pg != nullptr && pg->copies < kWarmCopies) pg->copies++;
-  }
-  if (warm) {
-    for (uint32_t i = 0; i < count; ++i)
-      std::memcpy(data + i * page_size, host_->Frame(page + PageId(i) * stride).data(), page_size);
-  } else {
-    host_->CopyFrames(page, count, stride, data);
-  }
+  wire::EncodePageReply(page, stride, versions, frames, config_.epoch, &bytes);
   SendEncoded(to, MessageType::kPageReply, std::move(bytes));
 }
 

@@ -230,15 +230,6 @@ class Node {
   // touched here too, or a claim granted them (a sequential sweep): one
   // fault per run, not per page.
   static constexpr size_t kMapAhead = 64;
-  // Copies of a page between its frame and a message (a home serving it, a
-  // copy installed from a reply) that the host makes without Frame()
-  // (Host::CopyFrames, WriteFrames) before they go through Frame(). The
-  // first touch of a frame through Frame() maps it there, which can cost
-  // ten such copies (a virtual machine that shadows page tables: 8-15 us a
-  // page against ~1.5 us more for pread and pwrite): a page copied once or
-  // twice (a cold fetch) never pays for it, and one copied more often,
-  // likely many more times, pays for it once after two or three copies.
-  static constexpr uint8_t kWarmCopies = 3;
 
   const NodeStats& stats() const { return stats_; }
   const IntervalLog& TEST_log() const { return log_; }
@@ -359,7 +350,6 @@ class Node {
   };
   bool filling_ = false;  // InstallRun's bytes are in a buffer and the host Fills
   std::vector<PendingFill> fills_;
-  std::vector<PendingFill> frame_writes_;  // Host::WriteFrames, with the fills
   void FlushFills();
   // Reads in flight that land in fresh twins (LandingFor), and, inside
   // InstallRun, the one whose bytes it installs: twins MakeTwin takes as
@@ -428,7 +418,8 @@ class Node {
   void Send(NodeId to, const Message& m);
   // A PageReply straight from the frames: the page lands in the SEND
   // buffer in one copy.
-  void SendPageReply(NodeId to, PageId page, uint32_t stride, std::span<const VectorTime> versions);
+  void SendPageReply(NodeId to, PageId page, uint32_t stride, std::span<const VectorTime> versions,
+                     std::span<const std::span<const uint8_t>> frames);
   void SendEncoded(NodeId to, MessageType type, std::vector<uint8_t> bytes);  // counted
   NodeId nodes() const { return config_.geometry.nodes; }
 

@@ -717,6 +717,7 @@ void Node::ServeFetches(PageId p, Page& pg) {
   auto ready = [&](const Page::PendingFetch& f) {
     return config_.TEST_bug == PlantedBug::kNoVersionWait || version.Covers(f.need);
   };
+  const size_t page_size = config_.geometry.page_size;
   std::erase_if(pg.pending, [&](const Page::PendingFetch& f) {
     if (!ready(f)) return false;
     // The pages ahead go as they are: the requester drops a copy too old.
@@ -727,8 +728,11 @@ void Node::ServeFetches(PageId p, Page& pg) {
       Mark(q);
       served_.push_back(Version(q));
     }
+    std::span<const uint8_t> frames[kMaxPageRun];  // f.count <= kMaxPageRun (wire::Decode)
     assert(served_.size() <= kMaxPageRun);
-    SendPageReply(f.from, p, f.stride, served_);
+    for (size_t i = 0; i < served_.size(); ++i)
+      frames[i] = {host_->Frame(p + i * f.stride).data(), page_size};
+    SendPageReply(f.from, p, f.stride, served_, std::span(frames, served_.size()));
     return true;
   });
 }
@@ -821,15 +825,6 @@ Status Node::InstallRun(NodeId from, PageId first, uint32_t stride, std::span<co
 
 void Node::FlushFills() {
   const size_t page_size = config_.geometry.page_size;
-  for (size_t i = 0; i < frame_writes_.size();) {
-    size_t j = i + 1;
-    while (j < frame_writes_.size() && frame_writes_[j].page == frame_writes_[j - 1].page + 1 &&
-           frame_writes_[j].data == frame_writes_[j - 1].data + page_size)
-      ++j;
-    host_->WriteFrames(frame_writes_[i].page, j - i, {frame_writes_[i].data, (j - i) * page_size});
-    i = j;
-  }
-  frame_writes_.clear();
   for (size_t i = 0; i < fills_.size();) {
     // A run of neighbouring pages whose bytes lie side by side, mapped alike.
     const Prot prot = pages_.At(fills_[i].page).prot;
@@ -902,12 +897,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
     if (filling_ && !pg.framed && pg.state == Page::State::kRead && want != Prot::kNone) {
       pg.prot = want;
       fills_.push_back({p, data.data()});
-    } else if (std::span<uint8_t> frame = host_->Frame(p); data.data() == frame.data()) {
-      // landed there
-    } else if (pg.copies < kWarmCopies) {
-      pg.copies++;
-      frame_writes_.push_back({p, data.data()});  // not through Frame(): see kWarmCopies
-    } else {
+    } else if (std::span<uint8_t> frame = host_->Frame(p); data.data() != frame.data()) {
       std::memcpy(frame.data(), data.data(), page_size);
     }
   }

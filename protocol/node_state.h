@@ -46,9 +46,6 @@ struct Node::Page {
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
   bool framed = false;     // a fetched copy was installed here: its frame exists
-  // Copies of the page between its frame and a message made by the host
-  // (Host::CopyFrames, WriteFrames), not through Frame(): up to kWarmCopies.
-  uint8_t copies = 0;
   uint32_t run = 0;        // pages the fetch out from here asked for,
   uint16_t stride = 1;     // this far apart
   Ahead strided = Ahead::kNo;  // the fetch out is one along a stride

@@ -418,19 +418,6 @@ void EncodePageReply(PageId page, uint32_t stride, std::span<const VectorTime> v
   EndMessage(w, start);
 }
 
-uint8_t* EncodePageReplyFor(PageId page, uint32_t stride, std::span<const VectorTime> versions,
-                            size_t data_bytes, uint32_t epoch, std::vector<uint8_t>* out) {
-  Writer w(out);
-  const size_t start = BeginMessage(w, MessageType::kPageReply, epoch);
-  PutPageReplyHead(w, page, stride, versions);
-  assert(data_bytes <= UINT32_MAX);
-  w.PutU32(static_cast<uint32_t>(data_bytes));
-  const size_t at = out->size();
-  out->resize(at + data_bytes);
-  EndMessage(w, start);
-  return out->data() + at;
-}
-
 std::vector<uint8_t> Encode(const Message& m, uint32_t epoch) {
   std::vector<uint8_t> out;
   Encode(m, epoch, &out);

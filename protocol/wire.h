@@ -45,10 +45,6 @@ std::vector<uint8_t> Encode(const Message& m, uint32_t epoch);
 void EncodePageReply(PageId page, uint32_t stride, std::span<const VectorTime> versions,
                      std::span<const std::span<const uint8_t>> pages, uint32_t epoch,
                      std::vector<uint8_t>* out);
-// The same with the data (`data_bytes`) left for the caller to write: returns
-// where it goes in *out, valid until *out changes.
-uint8_t* EncodePageReplyFor(PageId page, uint32_t stride, std::span<const VectorTime> versions,
-                            size_t data_bytes, uint32_t epoch, std::vector<uint8_t>* out);
 
 // Decodes just the header (first kHeaderBytes of bytes). Checks magic,
 // version, type and the length bound.

@@ -57,14 +57,6 @@ class MemoryHost : public Host {
     return done;
   }
   bool Fills() const override { return fills; }
-  void CopyFrames(PageId first, uint32_t count, uint32_t stride, uint8_t* out) override {
-    copied_frames += count;
-    Host::CopyFrames(first, count, stride, out);
-  }
-  void WriteFrames(PageId first, size_t count, std::span<const uint8_t> data) override {
-    written_frames += int(count);
-    Host::WriteFrames(first, count, data);
-  }
   void Populate(std::span<uint8_t> memory) override { populated.push_back(memory); }
   // scan_writes, as the kernel's async write-protect: a write to a read page
   // goes through and clears its armed bit; FindWritten reports mapped pages
@@ -100,8 +92,6 @@ class MemoryHost : public Host {
   int scans = 0;
   bool fills = false;
   int fill_calls = 0;
-  int copied_frames = 0;  // pages copied by CopyFrames
-  int written_frames = 0;  // pages written by WriteFrames
   std::vector<PageId> filled;  // by Fill, in order
   std::vector<std::span<uint8_t>> populated;  // twin slabs, in order
   bool scan_writes = false;
@@ -870,21 +860,6 @@ TEST(NodeTest, FirstTouchGrantStopsAtAnotherNodesPage) {
   EXPECT_EQ(c.node(0).stats().diffs, 1u);  // page 11 only: homed at node 1
   EXPECT_EQ(c.Read(1, 0, 11, 0), 11);
   for (PageId p : {8, 9, 10, 14, 15}) EXPECT_EQ(c.Read(1, 0, p, 0), p) << p;
-}
-
-// A home serving a page, and a node installing a copy from the reply, copy
-// it without touching its frame through Frame() for its first kWarmCopies
-// copies (mapping the frame costs more than a few copies), through Frame()
-// from then on; the bytes are the same.
-TEST(NodeTest, FirstCopiesOfAPageBypassFrame) {
-  Cluster c(2, 1, HomePolicy::kBlock);  // node 0: pages 0-7
-  for (uint8_t round = 1; round <= Node::kWarmCopies + 2; ++round) {
-    c.Write(0, 0, 1, 0, round);
-    c.BarrierAll(round, 1);
-    EXPECT_EQ(c.Read(1, 0, 1, 0), round);
-    EXPECT_EQ(c.host(0).copied_frames, std::min<int>(round, Node::kWarmCopies)) << int(round);
-    EXPECT_EQ(c.host(1).written_frames, std::min<int>(round, Node::kWarmCopies)) << int(round);
-  }
 }
 
 // Releases and acquires change protections a run of pages at a time.
