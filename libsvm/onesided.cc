@@ -263,8 +263,12 @@ void Runtime::ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stri
   PostOneSided(std::move(op), wrs);
 }
 
-// First touch: the words after p first (unsignaled), then the CAS, whose
-// completion, the last, carries the old word: the claim's outcome.
+// First touch: the CASes of the pages claimed ahead and the read of the
+// words after p first (unsignaled), then p's CAS, whose completion, the
+// last, carries the old word: the claim's outcome. A peer's NIC does one
+// poster's requests in the order posted, so the read sees the claims ahead;
+// were it not so, a page claimed ahead would only be learned (and mapped)
+// later, by a claim that finds it ours.
 void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) {
   auto op = NewOp(uint8_t(OneSided::Kind::kHomeClaim));
   op->home = manager;
@@ -295,9 +299,6 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead
     os_cq_.Push(c);
     return;
   }
-  // A peer's NIC does one poster's requests in the order posted, so the
-  // read sees the claims ahead; were it not so, a page claimed ahead would
-  // only be learned (and mapped) later, by a claim that finds it ours.
   nic::Sge words{op->buf.data(), uint32_t(op->buf.size())};
   nic::WorkRequest wrs[kMaxPageRun + 1];
   size_t n = 0;

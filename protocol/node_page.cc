@@ -354,7 +354,8 @@ Outcome Node::FaultOnce(ThreadId t, PageId p, Access a) {
       if (!pg.claiming) {
         pg.claiming = true;
         stats_.home_claims++;
-        host_->ClaimHome(manager, p, ClaimSpan(p), std::min(ClaimAhead(p), ClaimSpan(p) - 1));
+        const uint32_t span = ClaimSpan(p);
+        host_->ClaimHome(manager, p, span, std::min(ClaimAhead(p), span - 1));
       }
       pg.waiters.push_back(t);
       return Outcome::kBlocked;
@@ -612,9 +613,8 @@ void Node::ClaimAnswered(PageId p, NodeId home, uint32_t same) {
 std::pair<NodeId, uint32_t> Node::GrantClaim(NodeId claimant, PageId p, uint32_t ahead) {
   const NodeId home = directory_.Claim(p, claimant);
   const PageId end = p + ClaimSpan(p);
-  if (home == claimant)
-    for (PageId q = p + 1; q < std::min<PageId>(end, p + 1 + ahead) && directory_.Lookup(q) == kNoNode; ++q)
-      directory_.Claim(q, claimant);
+  const PageId taken_end = home == claimant ? std::min<PageId>(end, p + 1 + ahead) : p + 1;
+  for (PageId q = p + 1; q < taken_end && directory_.Lookup(q) == kNoNode; ++q) directory_.Claim(q, claimant);
   uint32_t same = 0;
   for (PageId q = p + 1; q < end && directory_.Lookup(q) == home; ++q) ++same;
   return {home, same};
