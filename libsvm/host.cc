@@ -74,7 +74,7 @@ void Runtime::ReleaseSlotOfCaller() {
 // meanwhile costs no wake-up), then sleeps until woken or timeout_ns passed.
 // REQUIRES: mu_ not held.
 void Runtime::Sleep(Slot& s, int64_t timeout_ns) {
-  s.asleep.store(1, std::memory_order_seq_cst);
+  s.asleep.store(kOnWake, std::memory_order_seq_cst);
   if (s.wake.load(std::memory_order_seq_cst) == 0) FutexWait(&s.wake, 0, timeout_ns);
   s.asleep.store(0, std::memory_order_relaxed);
 }
@@ -108,11 +108,36 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
   }
   spinning_waiters_.fetch_sub(1, std::memory_order_relaxed);
   if (woken()) return;
-  Sleep(s, timeout_ns);
+  if (!SleepOnQueue(s, timeout_ns)) Sleep(s, timeout_ns);
   if (!adapt) return;
   const int64_t took = NowNs() - start;
   s.spin_ns = woken() && took < kMaxWaitSpinNs ? std::clamp(took + took / 4, s.spin_ns, kMaxWaitSpinNs)
                                                 : std::max(kWaitSpinNs, s.spin_ns / 2);
+}
+
+// The message a thread waits for comes to the node's receive queue, and the
+// thread that takes it there (the handler) would wake this one: two
+// wake-ups, each ~10 us where nodes share CPUs. Asleep as the queue's
+// waiter, this thread is woken by the message and handles it itself.
+bool Runtime::SleepOnQueue(Slot& s, int64_t timeout_ns) {
+  if (nic_ == nullptr || queue_waiter_.exchange(true, std::memory_order_acquire)) return false;
+  nic::RecvQueue& q = nic_->recv_queue();
+  auto woken = [&s] { return s.wake.load(std::memory_order_acquire) != 0; };
+  const int64_t until = NowNs() + timeout_ns;
+  bool slept = true, left = false;
+  while (!woken() && !left && NowNs() < until && !stopping_.load(std::memory_order_relaxed)) {
+    s.asleep.store(kOnQueue, std::memory_order_seq_cst);
+    slept = q.SleepReady(std::chrono::nanoseconds(until - NowNs()), woken);
+    s.asleep.store(0, std::memory_order_relaxed);
+    if (!slept) break;
+    // Our own pushes wake nobody; one left at the end (a runtime message, or
+    // the handler dispatching) wakes the handler as the Watch goes.
+    nic::RecvQueue::Watch watch(&q);
+    q.DriveAndTake([this] { DispatchWhileWaiting(); });
+    left = q.size() != 0;
+  }
+  queue_waiter_.store(false, std::memory_order_release);
+  return slept && !left;
 }
 
 void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
@@ -171,16 +196,24 @@ void Runtime::Settle() {
 void Runtime::Wake(ThreadId t) {
   Slot& s = slots_[t];
   s.wake.store(1, std::memory_order_seq_cst);
-  if (s.asleep.load(std::memory_order_seq_cst) == 0) return;
+  const uint32_t where = s.asleep.load(std::memory_order_seq_cst);
+  if (where == 0) return;
   if (defer_wakes_) {
     deferred_wakes_.push_back(t);
     return;
   }
-  FutexWake(&s.wake);
+  WakeAsleep(s, where);
+}
+
+void Runtime::WakeAsleep(Slot& s, uint32_t where) {
+  if (where == kOnQueue)
+    nic_->recv_queue().WakeWaiters();
+  else if (where == kOnWake)
+    FutexWake(&s.wake);
 }
 
 void Runtime::WakeDeferred() {
-  for (ThreadId t : deferred_wakes_) FutexWake(&slots_[t].wake);
+  for (ThreadId t : deferred_wakes_) WakeAsleep(slots_[t], slots_[t].asleep.load(std::memory_order_seq_cst));
   deferred_wakes_.clear();
 }
 

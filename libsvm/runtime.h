@@ -212,7 +212,7 @@ class Runtime final : public Host {
   // completing its own request, costs no system call.
   struct Slot {
     std::atomic<uint32_t> wake{0};
-    std::atomic<uint32_t> asleep{0};
+    std::atomic<uint32_t> asleep{0};  // 0, kOnWake or kOnQueue: where it sleeps
     int64_t spin_ns = kWaitSpinNs;  // kAdaptiveSpin's budget; the slot's thread only
   };
   struct Segment;
@@ -276,6 +276,14 @@ class Runtime final : public Host {
   // dispatch_mu_ held, mu_ not.
   void WakeDeferred();
   static void Sleep(Slot& s, int64_t timeout_ns);
+  // Sleeps as the receive queue's waiter (one a node), handling what wakes
+  // it, until s is woken or timeout_ns passed. False if it did not (another
+  // thread is the waiter, the NIC cannot wake one, a message is left for
+  // the handler thread): Sleep then.
+  bool SleepOnQueue(Slot& s, int64_t timeout_ns);
+  // The futex call that wakes s, asleep at `where` (Slot::asleep).
+  void WakeAsleep(Slot& s, uint32_t where);
+  static constexpr uint32_t kOnWake = 1, kOnQueue = 2;
   // After a Node call: frees sent buffers and notes whether waiting threads
   // must poll (one-sided operations in flight, or Node::NeedsPoll).
   // REQUIRES: mu_ held.
@@ -391,6 +399,7 @@ class Runtime final : public Host {
   std::mutex dispatch_mu_;
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
+  std::atomic<bool> queue_waiter_{false};  // a thread is in SleepOnQueue
   int cpus_here_ = 1;  // CPUs this node's threads may use (NodeCpus)
   char program_name_[16] = {};  // the main thread's name (prctl PR_GET_NAME), for threads started here
   bool spin_ = true;  // waiting threads spin before they sleep (options.h, ShouldSpin)

@@ -85,6 +85,12 @@ bool SpinUntil(F ready, Clock::time_point until) {
 // true when it did something. A waiter calls Enter before its first Drive and
 // Leave after its last (got: it has an item; otherwise it goes to sleep or
 // times out). Thread-safe.
+// Who a driver's sleeper is. A message wakes a kWaiter (a thread waiting
+// for a message of its own, which it then handles itself) before the
+// queue's kConsumer: one wake-up where a hand-off through the consumer
+// would take two.
+enum class SleepRole : uint8_t { kConsumer, kWaiter };
+
 class QueueDriver {
  public:
   virtual ~QueueDriver() = default;
@@ -99,13 +105,16 @@ class QueueDriver {
   // `timeout` passed; false (at once) if this driver cannot sleep, and the
   // queue sleeps on its condition variable instead. Whoever pushes to the
   // queue without driving must then wake such a sleeper (the Nic's part).
-  virtual bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) {
+  virtual bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) {
     (void)timeout;
     (void)ready;
+    (void)role;
     return false;
   }
   // Ends every Sleep now (the queue's consumers are asked to stop).
   virtual void Interrupt() {}
+  // Ends the Sleeps of kWaiters now (one has been woken for another reason).
+  virtual void WakeWaiters() {}
   // Wakes a consumer in Sleep: items wait in the queue that nobody watches.
   virtual void WakeSleeper() {}
 };
@@ -276,7 +285,7 @@ class WaitQueue {
       bool slept = false;
       while (!ready_or_stop() && Clock::now() < deadline &&
              d->Sleep(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()),
-                      ready_or_stop)) {
+                      ready_or_stop, SleepRole::kConsumer)) {
         slept = true;
         if (spin(std::min(deadline, Clock::now() + internal::kMinSpin))) break;
       }
@@ -294,6 +303,42 @@ class WaitQueue {
     l.unlock();
     if (adapt) AdaptAfterSleep(got, Clock::now() - start, budget);
     return got;
+  }
+
+  // Sleeps on the driver as a kWaiter until the queue holds an item, also()
+  // holds, the source has something, or `timeout` passed; takes nothing
+  // from the source (the caller drives it: DriveAndTake, under a Watch).
+  // False at once where the driver cannot sleep: the caller sleeps another
+  // way.
+  template <typename F>
+  bool SleepReady(std::chrono::nanoseconds timeout, F also) {
+    std::shared_ptr<QueueDriver> d = CurrentDriver();
+    if (!d || !d->CanSleep()) return false;
+    const std::function<bool()> done = [&] {
+      return size_.load(std::memory_order_acquire) != 0 || also() || stopping();
+    };
+    return done() || timeout.count() <= 0 || d->Sleep(timeout, done, SleepRole::kWaiter);
+  }
+  // Drives the source (items land here) and runs take() (which takes
+  // items), again while driving brings more; as a poller all along, so what
+  // arrives meanwhile wakes nobody.
+  template <typename F>
+  void DriveAndTake(F take) {
+    std::shared_ptr<QueueDriver> d = CurrentDriver();
+    if (!d) {
+      take();
+      return;
+    }
+    d->Enter();
+    for (bool more = true; more;) {
+      more = d->Drive();
+      take();
+    }
+    d->Leave(size_.load(std::memory_order_acquire) != 0);
+  }
+  // Ends the SleepReady of every waiter now.
+  void WakeWaiters() {
+    if (std::shared_ptr<QueueDriver> d = CurrentDriver()) d->WakeWaiters();
   }
 
   size_t size() const { return size_.load(std::memory_order_acquire); }

@@ -39,6 +39,7 @@ struct alignas(64) Bell {
   // a message is a reason to wake it rather than the NIC thread.
   std::atomic<uint32_t> recv_seq;       // its futex word
   std::atomic<uint32_t> recv_sleepers;
+  std::atomic<uint32_t> recv_waiters;   // of recv_sleepers, kWaiters: woken first
 };
 
 struct alignas(64) RingHead {
@@ -131,8 +132,9 @@ class ShmNicImpl final : public ShmNic {
     bool Drive() override;
     void Enter() override;
     void Leave(bool got) override;
-    bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) override;
+    bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) override;
     void Interrupt() override;
+    void WakeWaiters() override;
     void WakeSleeper() override;
     void Detach();  // the NIC is going: no more driving; waits out sleepers
 
@@ -182,6 +184,7 @@ class ShmNicImpl final : public ShmNic {
   void WakeForMessage(NodeId node);
   void WakeConsumer();  // after a push to recv_queue(), unless a thread watches it
   void WakeRecvSleeper();  // the consumer asleep in Driver::Sleep, if any
+  void WakeRecv(Bell& b);  // one sleeper in Driver::Sleep on b, a kWaiter first
   void WakeSelf();
   bool MessagesWaiting();
   void NoteGone(NodeId node);  // a peer shut down or died

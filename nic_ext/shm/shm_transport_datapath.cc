@@ -38,6 +38,24 @@ void FutexWake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
 }
 
+// The sleepers on a receive futex (Bell::recv_seq) by role, so that a wake
+// can pick the waiters (FUTEX_WAKE wakes either).
+uint32_t RoleBits(SleepRole role) { return role == SleepRole::kWaiter ? 1u : 2u; }
+
+void FutexWaitAs(std::atomic<uint32_t>* word, uint32_t seen, std::chrono::nanoseconds timeout, SleepRole role) {
+  timespec ts;  // FUTEX_WAIT_BITSET's timeout is absolute
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const int64_t ns = ts.tv_nsec + timeout.count() % 1'000'000'000;
+  ts.tv_sec += time_t(timeout.count() / 1'000'000'000 + ns / 1'000'000'000);
+  ts.tv_nsec = long(ns % 1'000'000'000);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_BITSET, seen, &ts, nullptr, RoleBits(role));
+}
+
+long FutexWakeAs(std::atomic<uint32_t>* word, int count, SleepRole role) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_BITSET, count, nullptr, nullptr,
+                 RoleBits(role));
+}
+
 // Byte-stream copies in and out of a ring of `size` (a power of two) at
 // stream position `pos`.
 void CopyIn(uint8_t* ring, uint32_t size, uint64_t pos, const uint8_t* src, size_t n) {
@@ -425,12 +443,22 @@ void ShmNicImpl::WakeForMessage(NodeId node) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (b.pollers.load(std::memory_order_seq_cst) != 0) return;
   if (b.recv_sleepers.load(std::memory_order_seq_cst) != 0) {
-    b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
-    FutexWake(&b.recv_seq);
+    WakeRecv(b);
     if (node != self()) n_wakeups_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (node != self()) WakeIfIdle(node);
+}
+
+// One sleeper on b's receive futex: a kWaiter if there is one. A waiter
+// that left meanwhile has looked at the rings after it stopped counting
+// (QueueDriver::Sleep's callers drive after it), so the message is taken
+// either way; the fallback only keeps the wake from being lost.
+void ShmNicImpl::WakeRecv(Bell& b) {
+  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
+  if (b.recv_waiters.load(std::memory_order_seq_cst) != 0 && FutexWakeAs(&b.recv_seq, 1, SleepRole::kWaiter) > 0)
+    return;
+  FutexWake(&b.recv_seq);
 }
 
 // Items just pushed to the receive queue: its consumer, if it sleeps on its
@@ -447,8 +475,7 @@ void ShmNicImpl::WakeRecvSleeper() {
   Bell& b = bell(self());
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (b.recv_sleepers.load(std::memory_order_seq_cst) == 0) return;
-  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
-  FutexWake(&b.recv_seq);
+  WakeRecv(b);
 }
 
 bool ShmNicImpl::MessagesWaiting() {
@@ -540,7 +567,7 @@ void ShmNicImpl::Driver::Leave(bool) {
     nic_->WakeSelf();
 }
 
-bool ShmNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) {
+bool ShmNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) {
   ShmNicImpl* nic;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -550,13 +577,25 @@ bool ShmNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::func
   }
   Bell& b = nic->bell(nic->self());
   const uint32_t seen = b.recv_seq.load(std::memory_order_seq_cst);
+  const bool waiter = role == SleepRole::kWaiter;
+  if (waiter) b.recv_waiters.fetch_add(1, std::memory_order_seq_cst);
   b.recv_sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (!ready() && !nic->MessagesWaiting()) FutexWait(&b.recv_seq, seen, std::min<std::chrono::nanoseconds>(timeout, kSleepSlice));
+  if (!ready() && !nic->MessagesWaiting())
+    FutexWaitAs(&b.recv_seq, seen, std::min<std::chrono::nanoseconds>(timeout, kSleepSlice), role);
   b.recv_sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  if (waiter) b.recv_waiters.fetch_sub(1, std::memory_order_seq_cst);
   std::lock_guard<std::mutex> l(mu_);
   --in_sleep_;
   cv_.notify_all();
   return true;
+}
+
+void ShmNicImpl::Driver::WakeWaiters() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (nic_ == nullptr) return;
+  Bell& b = nic_->bell(nic_->self());
+  b.recv_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWakeAs(&b.recv_seq, INT32_MAX, SleepRole::kWaiter);
 }
 
 void ShmNicImpl::Driver::WakeSleeper() {

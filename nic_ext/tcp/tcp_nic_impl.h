@@ -139,7 +139,7 @@ class TcpNicImpl final : public TcpNic {
     void Leave(bool got) override;
     void LeaveToSleep() override { active_.fetch_sub(1, std::memory_order_seq_cst); }
     bool CanSleep() const override { return !all_peers_; }
-    bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) override;
+    bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) override;
     void Interrupt() override;
     void Retire();  // ends every Sleep and waits them out
     int active() const { return active_.load(std::memory_order_seq_cst); }

@@ -311,7 +311,8 @@ void TcpNicImpl::Driver::Kick() {
   }
 }
 
-bool TcpNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready) {
+bool TcpNicImpl::Driver::Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) {
+  (void)role;  // only the completion queues' waiters sleep here, one kind
   const int me = SleeperFd();
   TcpNicImpl* nic;
   {

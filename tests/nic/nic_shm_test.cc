@@ -245,6 +245,72 @@ TEST(ShmNic, MessageDrainedByAPollerWakesTheSleepingConsumer) {
   EXPECT_LT(best, std::chrono::milliseconds(30));
 }
 
+// A thread waiting for a message of its own sleeps on the receive queue as
+// a kWaiter beside the queue's consumer (the runtime's handler thread). The
+// message must wake the waiter, not the consumer, which slept first: woken,
+// the consumer would take the message and have to wake the waiter, two
+// wake-ups instead of one. And WakeWaiters ends the waiter's sleep at once.
+TEST(ShmNic, MessageWakesTheWaiterBeforeTheConsumer) {
+  auto a = MakeNic(0, 2, 0, std::chrono::seconds(20), std::chrono::nanoseconds(0));
+  auto b = MakeNic(1, 2);
+  std::vector<std::string> addr = {a->listen_address(), b->listen_address()};
+  std::thread connect([&] { EXPECT_TRUE(b->Connect(addr).ok()); });
+  ASSERT_TRUE(a->Connect(addr).ok());
+  connect.join();
+  RecvQueue& q = a->recv_queue();
+  std::atomic<bool> stop{false};
+  std::atomic<int> consumer_woken{0};
+  std::thread consumer([&] {
+    while (!stop.load()) {
+      if (q.WaitReady(std::chrono::milliseconds(50), [] { return false; })) {
+        consumer_woken.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  });
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the consumer sleeps first
+    std::vector<uint8_t> got;
+    std::thread waiter([&] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (got.empty() && std::chrono::steady_clock::now() < until) {
+        EXPECT_TRUE(q.SleepReady(std::chrono::seconds(1), [] { return false; }));
+        RecvQueue::Watch watch(&q);
+        q.DriveAndTake([&] {
+          Message m[1];
+          if (q.Poll(m) == 1) got = m[0].bytes;
+        });
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    uint8_t byte = uint8_t(round);
+    Sge s{&byte, 1};
+    CompletionQueue cq;
+    EXPECT_EQ(PostWait(*b, cq, WorkRequest::Send(0, {&s, 1})).status, WcStatus::kSuccess);
+    waiter.join();
+    EXPECT_EQ(got, std::vector<uint8_t>{byte});
+  }
+  EXPECT_EQ(consumer_woken.load(), 0);
+
+  std::atomic<bool> flag{false};
+  std::chrono::steady_clock::time_point woke{};
+  std::thread waiter([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!flag.load() && std::chrono::steady_clock::now() < until)
+      q.SleepReady(std::chrono::seconds(1), [&] { return flag.load(); });
+    woke = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto set = std::chrono::steady_clock::now();
+  flag.store(true);
+  q.WakeWaiters();
+  waiter.join();
+  // Not woken, the waiter sleeps out its slice (100 ms).
+  EXPECT_LT(woke - set, std::chrono::milliseconds(60));
+  stop.store(true);
+  consumer.join();
+}
+
 TEST(ShmNic, RingSizeFollowsTheJob) {
   EXPECT_EQ(DefaultShmRingBytes(2), 1u << 20);
   EXPECT_EQ(DefaultShmRingBytes(9), 1u << 20);
