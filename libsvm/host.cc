@@ -120,29 +120,37 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
 // wake-ups, each ~10 us where nodes share CPUs. Asleep as the queue's
 // waiter, this thread is woken by the message and handles it itself.
 bool Runtime::SleepOnQueue(Slot& s, int64_t timeout_ns) {
-  if (nic_ == nullptr || queue_waiter_.exchange(true, std::memory_order_acquire)) return false;
+  if (nic_ == nullptr || s.off_queue || queue_waiter_.exchange(true, std::memory_order_acquire)) return false;
   nic::RecvQueue& q = nic_->recv_queue();
   auto woken = [&s] { return s.wake.load(std::memory_order_acquire) != 0; };
-  const int64_t until = NowNs() + timeout_ns;
-  bool slept = true, left = false;
-  while (!woken() && !left && NowNs() < until && !stopping_.load(std::memory_order_relaxed)) {
-    s.asleep.store(kOnQueue, std::memory_order_seq_cst);
-    slept = q.SleepReady(std::chrono::nanoseconds(until - NowNs()), woken);
-    s.asleep.store(0, std::memory_order_relaxed);
-    if (!slept) break;
+  s.asleep.store(kOnQueue, std::memory_order_seq_cst);
+  const bool slept = q.SleepReady(std::chrono::nanoseconds(timeout_ns), woken);
+  s.asleep.store(0, std::memory_order_relaxed);
+  bool left = false;
+  if (slept) {
     // Our own pushes wake nobody; one left at the end (a runtime message, or
     // the handler dispatching) wakes the handler as the Watch goes.
     nic::RecvQueue::Watch watch(&q);
     q.DriveAndTake([this] { DispatchWhileWaiting(); });
     left = q.size() != 0;
+    // Woken for others' requests (a home serving fetches), with CPUs to
+    // spin: a stream the handler serves better, its spin after each
+    // message catching the next, where a waiter sleeps between them (shm
+    // base re-reads 29.5 -> 44.8 us a page). Where nobody spins, every
+    // message is a wake-up either way.
+    if (spin_ && !woken()) s.off_queue = true;
   }
   queue_waiter_.store(false, std::memory_order_release);
+  // Back to the caller after one wake-up: it spins again before it sleeps
+  // (more messages of the same exchange tend to follow, as the handler's
+  // spin after a wake-up catches them).
   return slept && !left;
 }
 
 void Runtime::WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
                        int64_t deadline_ns) {
   Settle();
+  slots_[t].off_queue = false;
   std::atomic<uint32_t>& w = slots_[t].wake;
   stats::WaitScope waiting;
   int64_t nap_ns = kMinNapNs;

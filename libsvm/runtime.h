@@ -214,6 +214,7 @@ class Runtime final : public Host {
     std::atomic<uint32_t> wake{0};
     std::atomic<uint32_t> asleep{0};  // 0, kOnWake or kOnQueue: where it sleeps
     int64_t spin_ns = kWaitSpinNs;  // kAdaptiveSpin's budget; the slot's thread only
+    bool off_queue = false;  // this wait leaves the queue to the handler (SleepOnQueue); the slot's thread only
   };
   struct Segment;
   struct ThreadRecord;
@@ -276,10 +277,10 @@ class Runtime final : public Host {
   // dispatch_mu_ held, mu_ not.
   void WakeDeferred();
   static void Sleep(Slot& s, int64_t timeout_ns);
-  // Sleeps as the receive queue's waiter (one a node), handling what wakes
-  // it, until s is woken or timeout_ns passed. False if it did not (another
-  // thread is the waiter, the NIC cannot wake one, a message is left for
-  // the handler thread): Sleep then.
+  // Sleeps as the receive queue's waiter (one a node) until a message, s's
+  // wake or timeout_ns, and handles the messages there. False if it did not
+  // (another thread is the waiter, the NIC cannot wake one, a message is
+  // left for the handler thread): Sleep then.
   bool SleepOnQueue(Slot& s, int64_t timeout_ns);
   // The futex call that wakes s, asleep at `where` (Slot::asleep).
   void WakeAsleep(Slot& s, uint32_t where);
