@@ -58,6 +58,16 @@ std::unique_ptr<ShmNic> MakeNic(NodeId self, uint32_t n, uint32_t ring_bytes = 0
   return nic;
 }
 
+// Connects nodes 0 and 1 of a 2-node job, both in this process.
+bool ConnectPair(ShmNic& a, ShmNic& b) {
+  std::vector<std::string> addr = {a.listen_address(), b.listen_address()};
+  bool b_ok = false;
+  std::thread connect([&] { b_ok = b.Connect(addr).ok(); });
+  const bool a_ok = a.Connect(addr).ok();
+  connect.join();
+  return a_ok && b_ok;
+}
+
 // Node 1 lives in a child process that connects, then stops itself with
 // SIGSTOP. Node 0 then READs, WRITEs, CASes, FAAs and takes a lock at node 1:
 // all complete although no thread of node 1 can run.
@@ -216,10 +226,7 @@ TEST(ShmNic, RegionWithoutMemoryFileIsRefused) {
 TEST(ShmNic, MessageDrainedByAPollerWakesTheSleepingConsumer) {
   auto a = MakeNic(0, 2, 0, std::chrono::seconds(20), std::chrono::seconds(60));
   auto b = MakeNic(1, 2);
-  std::vector<std::string> addr = {a->listen_address(), b->listen_address()};
-  std::thread connect([&] { EXPECT_TRUE(b->Connect(addr).ok()); });
-  ASSERT_TRUE(a->Connect(addr).ok());
-  connect.join();
+  ASSERT_TRUE(ConnectPair(*a, *b));
   using Clock = std::chrono::steady_clock;
   std::chrono::nanoseconds best = std::chrono::hours(1);
   for (int round = 0; round < 5; ++round) {
@@ -253,10 +260,7 @@ TEST(ShmNic, MessageDrainedByAPollerWakesTheSleepingConsumer) {
 TEST(ShmNic, MessageWakesTheWaiterBeforeTheConsumer) {
   auto a = MakeNic(0, 2, 0, std::chrono::seconds(20), std::chrono::nanoseconds(0));
   auto b = MakeNic(1, 2);
-  std::vector<std::string> addr = {a->listen_address(), b->listen_address()};
-  std::thread connect([&] { EXPECT_TRUE(b->Connect(addr).ok()); });
-  ASSERT_TRUE(a->Connect(addr).ok());
-  connect.join();
+  ASSERT_TRUE(ConnectPair(*a, *b));
   RecvQueue& q = a->recv_queue();
   std::atomic<bool> stop{false};
   std::atomic<int> consumer_woken{0};
