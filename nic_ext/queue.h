@@ -80,17 +80,17 @@ bool SpinUntil(F ready, Clock::time_point until) {
 }
 }  // namespace internal
 
-// Makes progress on a queue's items from the waiting thread. Drive must not
-// block (it gives up when another thread is at the same work) and returns
-// true when it did something. A waiter calls Enter before its first Drive and
-// Leave after its last (got: it has an item; otherwise it goes to sleep or
-// times out). Thread-safe.
 // Who a driver's sleeper is. A message wakes a kWaiter (a thread waiting
 // for a message of its own, which it then handles itself) before the
 // queue's kConsumer: one wake-up where a hand-off through the consumer
 // would take two.
 enum class SleepRole : uint8_t { kConsumer, kWaiter };
 
+// Makes progress on a queue's items from the waiting thread. Drive must not
+// block (it gives up when another thread is at the same work) and returns
+// true when it did something. A waiter calls Enter before its first Drive and
+// Leave after its last (got: it has an item; otherwise it goes to sleep or
+// times out). Thread-safe.
 class QueueDriver {
  public:
   virtual ~QueueDriver() = default;
@@ -101,9 +101,9 @@ class QueueDriver {
   virtual void LeaveToSleep() { Leave(false); }
   // Whether Sleep can sleep (false: it returns false at once).
   virtual bool CanSleep() const { return false; }
-  // Sleeps until the source may have work for the queue, ready() holds, or
-  // `timeout` passed; false (at once) if this driver cannot sleep, and the
-  // queue sleeps on its condition variable instead. Whoever pushes to the
+  // Sleeps, as `role`, until the source may have work for the queue,
+  // ready() holds, or `timeout` passed; false (at once) if this driver
+  // cannot sleep, and the queue sleeps on its condition variable instead. Whoever pushes to the
   // queue without driving must then wake such a sleeper (the Nic's part).
   virtual bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) {
     (void)timeout;

@@ -45,9 +45,8 @@ uint32_t RoleBits(SleepRole role) { return role == SleepRole::kWaiter ? 1u : 2u;
 void FutexWaitAs(std::atomic<uint32_t>* word, uint32_t seen, std::chrono::nanoseconds timeout, SleepRole role) {
   timespec ts;  // FUTEX_WAIT_BITSET's timeout is absolute
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  const int64_t ns = ts.tv_nsec + timeout.count() % 1'000'000'000;
-  ts.tv_sec += time_t(timeout.count() / 1'000'000'000 + ns / 1'000'000'000);
-  ts.tv_nsec = long(ns % 1'000'000'000);
+  const int64_t at = int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec + timeout.count();
+  ts = {time_t(at / 1'000'000'000), long(at % 1'000'000'000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_BITSET, seen, &ts, nullptr, RoleBits(role));
 }
 

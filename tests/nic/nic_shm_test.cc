@@ -264,9 +264,11 @@ TEST(ShmNic, MessageWakesTheWaiterBeforeTheConsumer) {
   RecvQueue& q = a->recv_queue();
   std::atomic<bool> stop{false};
   std::atomic<int> consumer_woken{0};
+  // Long sleeps: a consumer that wakes at its timeout drives the rings as
+  // it starts the next wait and could take a message fairly.
   std::thread consumer([&] {
     while (!stop.load()) {
-      if (q.WaitReady(std::chrono::milliseconds(50), [] { return false; })) {
+      if (q.WaitReady(std::chrono::seconds(10), [] { return false; })) {
         consumer_woken.fetch_add(1);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
@@ -312,6 +314,7 @@ TEST(ShmNic, MessageWakesTheWaiterBeforeTheConsumer) {
   // Not woken, the waiter sleeps out its slice (100 ms).
   EXPECT_LT(woke - set, std::chrono::milliseconds(60));
   stop.store(true);
+  q.StopWaits();  // ends the consumer's sleep
   consumer.join();
 }
 
