@@ -390,6 +390,15 @@ void Runtime::PostTailSwap(std::unique_ptr<OneSided> op) {
   PostOneSided(std::move(op), {&wr, 1});
 }
 
+void Runtime::DropMarks(NodeId home, std::span<const PageId> pages) {
+  if (pages.empty()) return;
+  std::vector<nic::WorkRequest>& wrs = mark_wrs_;
+  wrs.clear();
+  for (PageId p : pages)
+    wrs.push_back(nic::WorkRequest::Faa(home, kSharedMarks, p * sizeof(uint64_t), ~uint64_t{0}));  // -1
+  PostOneSided(NewOp(uint8_t(OneSided::Kind::kDropMarks)), wrs);
+}
+
 void Runtime::Nudge(NodeId to) {
   auto op = std::make_unique<OneSided>();
   op->kind = OneSided::Kind::kNudge;
@@ -452,6 +461,7 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         break;
       }
       case OneSided::Kind::kWriteDiff:
+      case OneSided::Kind::kDropMarks:
       case OneSided::Kind::kNudge:
         break;  // done; the buffers go
       case OneSided::Kind::kLockClaim: {

@@ -196,6 +196,7 @@ class Runtime final : public Host {
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
   void NicLockTail(NodeId home, LockId l, NodeId guess) override;
+  void DropMarks(NodeId home, std::span<const PageId> pages) override;
   void Nudge(NodeId to) override;
 
   // A trapped access (host.cc); also called for system-call buffers.
@@ -421,6 +422,7 @@ class Runtime final : public Host {
   // WriteDiff's requests, storage kept: a diff of radix's scattered keys
   // has ~400 runs, a WRITE each.
   std::vector<nic::WorkRequest> diff_wrs_;  // GUARDED_BY(mu_)
+  std::vector<nic::WorkRequest> mark_wrs_;  // GUARDED_BY(mu_)
   // SEND buffers until their completion, by slot (the wr_id); the storage
   // of completed ones is kept for later sends (SendBuffer). GUARDED_BY(mu_).
   std::vector<std::vector<uint8_t>> in_flight_;

@@ -72,7 +72,7 @@ struct UninitAllocator : std::allocator<T> {
 // A one-sided operation in flight (onesided.cc), with the buffers its work
 // requests read or fill.
 struct Runtime::OneSided {
-  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kTailSwap, kNudge, kHomeClaim };
+  enum class Kind : uint8_t { kReadPage, kWriteDiff, kLockClaim, kTailSwap, kNudge, kHomeClaim, kDropMarks };
   Kind kind = Kind::kReadPage;
   NodeId home = 0;
   PageId page = 0;

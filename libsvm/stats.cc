@@ -144,6 +144,8 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["untracked_pages"] = s.untracked_pages;
   j["pages_written_ahead"] = s.pages_written_ahead;
   j["tracked_pages"] = s.tracked_pages;
+  j["untracked_again"] = s.untracked_again;
+  j["marks_dropped"] = s.marks_dropped;
   j["remote_reads"] = s.remote_reads;
   j["direct_diffs"] = s.direct_diffs;
   j["notices_deposited"] = s.notices_deposited;
@@ -371,14 +373,14 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead ({} strided): {} used, {} "
       "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
-      "collected), protections {}, home pages untracked {} (tracked later {}), written ahead {}, writes found by "
+      "collected), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {}, home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
-      s.protections, s.untracked_pages, s.tracked_pages, s.pages_written_ahead,
+      s.protections, s.untracked_pages, s.tracked_pages, s.untracked_again, s.marks_dropped, s.pages_written_ahead,
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,
       s.notices_deposited, s.notices_taken,

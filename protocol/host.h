@@ -87,10 +87,11 @@ class Host {
   // it. Other nodes' entries for p are unused. Zero-initialised.
   virtual std::span<IntervalId> Versions(PageId p) = 0;
 
-  // At p's home: nonzero once another node may hold a copy of p (it asked
-  // the home for it, or, rf and up, its NIC marked it with ReadPage). Until
-  // then the home tracks no writes to p. Exported memory like Versions: read
-  // with atomic_ref. Zero-initialised.
+  // At p's home: nonzero while another node may hold a copy of p (it asked
+  // the home for it, or, rf and up, its NIC marked it with ReadPages). Until
+  // then the home tracks no writes to p. From rf on it counts the nodes that
+  // marked p and have not given the mark back (DropMarks). Exported memory
+  // like Versions: read with atomic_ref. Zero-initialised.
   virtual uint64_t& SharedMark(PageId p) = 0;
 
   // First touch, rf and up: page p's directory word at its manager
@@ -133,6 +134,13 @@ class Host {
   };
   virtual void ReadPages(NodeId home, PageId first, uint32_t count, uint32_t stride, uint64_t mark,
                          Landing into) = 0;
+
+  // rf and up: a fetch-and-add of -1 on home's SharedMark of each of
+  // `pages`, each marked by this node's ReadPages and whose copy is gone
+  // from here (unmapped), so that the home can stop tracking a page no other
+  // node holds. Ordered FIFO with the other requests to home. No completion
+  // reaches the Node.
+  virtual void DropMarks(NodeId home, std::span<const PageId> pages) = 0;
 
   // rf and up, first touch: CAS manager's HomeWord of the `ahead` pages
   // after p from 0 to this node + 1 (a sweep's claim ahead, whatever p's

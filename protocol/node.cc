@@ -20,6 +20,7 @@ const char* ToString(PlantedBug b) {
     case PlantedBug::kNoVersionWait: return "no-version-wait";
     case PlantedBug::kUnsafeFetch: return "unsafe-fetch";
     case PlantedBug::kEarlyDropCheck: return "early-drop-check";
+    case PlantedBug::kMarkDroppedAtInstall: return "mark-dropped-at-install";
   }
   return "?";
 }
@@ -133,8 +134,14 @@ void Node::CloseInterval() {
       Page& pg = pages_.At(p);
       assert(pg.state == Page::State::kWrite);
       if (pg.home == self) {
-        pg.state = Page::State::kRead;
         SetVersion(p, self, interval);
+        if (CanUntrack(p, pg)) {  // stays written, read-write
+          pg.tracked = false;
+          untracked_.push_back(p);
+          stats_.untracked_again++;
+        } else {
+          pg.state = Page::State::kRead;
+        }
       } else {
         pg.state = pg.stale ? Page::State::kInvalid : Page::State::kRead;
         pg.stale = false;

@@ -114,6 +114,9 @@ enum class PlantedBug : uint8_t {
   kUnsafeFetch,       // fetches overwrite dirty pages, losing local writes
   kEarlyDropCheck,    // scan_writes: a dropped copy is compared with its twin
                       // before its unmapping took effect
+  kMarkDroppedAtInstall,  // rf and up: a copy gives its mark back as soon as
+                          // it is installed, so its home may stop tracking
+                          // a page another node holds
 };
 const char* ToString(PlantedBug b);
 
@@ -313,6 +316,13 @@ class Node {
   // Untracked pages other nodes marked since the last look become tracked,
   // written in the open interval (the copy may predate some writes).
   void TrackMarked();
+  // rf and up: whether tracked home page p, written in the interval that
+  // closes, can go back to untracked (no other node holds a copy).
+  bool CanUntrack(PageId p, const Page& pg) const;
+  // rf and up: copy p, gone from here, gives its mark back to its home (at
+  // once, or at FlushProtections when the unmapping is batched).
+  void DropMark(PageId p, Page& pg);
+  void FlushDroppedMarks();
   // Pages to fetch from p on: 1, or a run after a sequential fault.
   uint32_t RunFrom(ThreadId t, PageId p, const Page& pg);
   // After a fault that fetches p alone: if t's faults keep a stride, the
@@ -433,6 +443,10 @@ class Node {
   PageTable<Page> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
   std::vector<PageId> untracked_;      // home pages only this node holds
+  // Copies dropped whose marks go back to their homes (DropMark), and the
+  // pages for one home (storage kept).
+  std::vector<std::pair<NodeId, PageId>> dropped_marks_;
+  std::vector<PageId> marks_out_;
   uint32_t run_ = 1;                   // pages the next sequential fault fetches
   // Per local thread: the page its sweep faults on next if it is one (the
   // end of its last fetch, or the page after the last page ahead it reached).

@@ -45,6 +45,7 @@ Prot Node::DesiredProtection(PageId p, const Page& pg) const {
   if (pg.state == State::kInvalid) return Prot::kNone;
   if (pg.home == config_.self) {
     if (!VersionCovers(p, pg.need)) return Prot::kNone;  // diffs still due
+    if (!pg.tracked && pg.state == State::kWrite) return Prot::kReadWrite;  // untracked
   } else if (pg.stale || pg.watched) {
     return Prot::kNone;
   }
@@ -80,6 +81,48 @@ void Node::SyncProtection(PageId p, Page& pg) {
     stats_.protections++;
   }
   if (check_dropped) CheckDropped(p, pg);
+  DropMark(p, pg);
+}
+
+// Given back only once the copy is unmapped: a read of it after the home
+// stopped tracking could see a home write no notice announces.
+void Node::DropMark(PageId p, Page& pg) {
+  if (!pg.marked || pg.state != Page::State::kInvalid || pg.fetching || pg.prot != Prot::kNone ||
+      pg.home == config_.self)
+    return;
+  if (batching_ > 0) {  // the batch may hold its unmapping still
+    dropped_marks_.push_back({kNoNode, p});
+    return;
+  }
+  pg.marked = false;
+  stats_.marks_dropped++;
+  host_->DropMarks(pg.home, std::span(&p, 1));
+}
+
+// The marks a batch's copies give back, once it unmapped them: one
+// Host::DropMarks per home.
+void Node::FlushDroppedMarks() {
+  if (dropped_marks_.empty()) return;
+  for (auto& [home, p] : dropped_marks_) {
+    Page& pg = pages_.At(p);
+    home = kNoNode;
+    if (!pg.marked || pg.state != Page::State::kInvalid || pg.fetching || pg.prot != Prot::kNone ||
+        pg.home == config_.self)
+      continue;
+    pg.marked = false;
+    stats_.marks_dropped++;
+    home = pg.home;
+  }
+  std::sort(dropped_marks_.begin(), dropped_marks_.end());
+  for (size_t i = 0; i < dropped_marks_.size();) {
+    const NodeId home = dropped_marks_[i].first;
+    marks_out_.clear();
+    for (; i < dropped_marks_.size() && dropped_marks_[i].first == home; ++i)
+      if (marks_out_.empty() || marks_out_.back() != dropped_marks_[i].second)
+        marks_out_.push_back(dropped_marks_[i].second);
+    if (home != kNoNode) host_->DropMarks(home, marks_out_);
+  }
+  dropped_marks_.clear();
 }
 
 void Node::UpdateArmed(PageId p, const Page& pg) {
@@ -239,8 +282,10 @@ void Node::FlushProtections() {
   for (PageId p : batch_) {
     Page& pg = pages_.At(p);
     if (pg.dropped && pg.prot == Prot::kNone) CheckDropped(p, pg);
+    if (pg.marked && pg.state == Page::State::kInvalid) dropped_marks_.push_back({kNoNode, p});
   }
   batch_.clear();
+  FlushDroppedMarks();
 }
 
 // Whether [first, end) is a short gap of pages unmapped here (never touched,
@@ -331,6 +376,16 @@ void Node::TrackMarked() {
     stats_.tracked_pages++;
     return true;
   });
+}
+
+// From rf on a mark counts the copies (each node marks a page once and
+// gives the mark back when its copy goes), so a page written while no
+// other node holds it, as a sweep's pages that a run fetched once, need
+// not be re-protected and noted every interval. A copy taken from now on
+// marks it first: TrackMarked then tracks it again, as a first fetch.
+bool Node::CanUntrack(PageId p, const Page& pg) const {
+  return ReadsRemotely(config_.mode) && pg.tracked && pg.waiters.empty() && pg.pending.empty() &&
+         VersionCovers(p, pg.need) && !Marked(p);
 }
 
 void Node::WakeWaiters(Page& pg) {
@@ -860,6 +915,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   if (!usable) {
     if (ahead != Ahead::kNo && pg.waiters.empty()) {
       AheadUnused();
+      DropMark(p, pg);
     } else {
       stats_.fetch_retries++;
       RequestPage(p, pg);
@@ -904,6 +960,10 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   pg.framed = true;
   SyncProtection(p, pg);
   WakeWaiters(pg);
+  if (config_.TEST_bug == PlantedBug::kMarkDroppedAtInstall && pg.marked) {
+    pg.marked = false;
+    host_->DropMarks(pg.home, std::span(&p, 1));
+  }
 }
 
 Status Node::OnHomeClaim(NodeId from, HomeClaim& m) {

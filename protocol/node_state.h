@@ -26,8 +26,13 @@ namespace svm {
 //  4. prot is what the application view was last set to.
 //  5. At the home, !tracked and state != kInvalid iff p is in
 //     Node::untracked_: no other node held a copy when the home last looked
-//     (SharedMark), so its writes need no notice and it stays read-write.
-//     tracked never goes back to false.
+//     (SharedMark), so its writes need no notice and it stays read-write
+//     (unless unmapped while diffs are due). tracked goes back to false only
+//     from rf on, where SharedMark counts the copies: when an interval
+//     closes with p written and no copy elsewhere (Node::CanUntrack).
+//  7. Away from the home, from rf on: marked iff this node's mark of p is
+//     counted at the home; a copy gone (kInvalid, unmapped, no fetch out)
+//     gives it back (Node::DropMark).
 //  6. watched implies state == kRead away from the home, and prot ==
 //     kNone: the last page of a run fetched ahead, not touched here yet.
 struct Node::Page {

@@ -316,11 +316,13 @@ std::string FormatStatsSummary(const json& m) {
   out += line;
   snprintf(line, sizeof(line),
            "  acquires %llu local / %llu remote; barriers %llu (%llu notices collected); protections "
-           "%llu; home pages untracked %llu (tracked later %llu, written ahead %llu); messages %llu (%s)\n",
+           "%llu; home pages untracked %llu (tracked later %llu, untracked again %llu, written ahead %llu); marks given back "
+           "%llu; messages %llu (%s)\n",
            (unsigned long long)U(c, "local_acquires"), (unsigned long long)U(c, "remote_acquires"),
            (unsigned long long)U(c, "barriers"), (unsigned long long)U(c, "notices_collected"),
            (unsigned long long)U(c, "protections"), (unsigned long long)U(c, "untracked_pages"),
-           (unsigned long long)U(c, "tracked_pages"), (unsigned long long)U(c, "pages_written_ahead"),
+           (unsigned long long)U(c, "tracked_pages"), (unsigned long long)U(c, "untracked_again"),
+           (unsigned long long)U(c, "pages_written_ahead"), (unsigned long long)U(c, "marks_dropped"),
            (unsigned long long)U(c, "messages_sent"), Bytes(U(c, "bytes_sent")).c_str());
   out += line;
   if (c.contains("messages") && !c["messages"].empty()) {

@@ -122,6 +122,7 @@ class TestHost : public MemoryHost {
   void TakeNotices(std::vector<WriteNotice>*) override { ADD_FAILURE() << "TakeNotices in base mode"; }
   void NicLockTail(NodeId, LockId, NodeId) override { ADD_FAILURE() << "NicLockTail in base mode"; }
   void ClaimHome(NodeId, PageId, uint32_t, uint32_t) override { ADD_FAILURE() << "ClaimHome in base mode"; }
+  void DropMarks(NodeId, std::span<const PageId>) override { ADD_FAILURE() << "DropMarks in base mode"; }
   // Each nudge with the number of messages sent before it.
   void Nudge(NodeId to) override;
   std::vector<std::pair<NodeId, size_t>> nudged;
@@ -1184,6 +1185,9 @@ class ModeHost : public MemoryHost {
     guesses.push_back(guess);
   }
   void Nudge(NodeId to) override { nudged.push_back(to); }
+  void DropMarks(NodeId home, std::span<const PageId> pages) override {
+    for (PageId p : pages) marks_dropped.push_back({home, p});
+  }
   void ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) override {
     claims.push_back({manager, p, count, ahead});
   }
@@ -1203,6 +1207,7 @@ class ModeHost : public MemoryHost {
   std::vector<bool> in_place;
   std::vector<Landing> landings;
   std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
+  std::vector<std::pair<NodeId, PageId>> marks_dropped;  // DropMarks, a page each
   int direct_diffs = 0;
   std::vector<WriteNotice> deposited;
   std::vector<WriteNotice> inbox;  // what peers deposited, not yet taken
@@ -1248,12 +1253,12 @@ TEST(NodeModeTest, RemoteReadOfAPageRun) {
 
 // Thread 0 of n acquires a lock homed at node 1 whose grant names node 1's
 // interval 1, in which node 1 wrote page p (its notice deposited, dw on).
-void AcquireAfterNode1Wrote(Node& n, ModeHost& h, PageId p) {
-  const LockId l = PinnedLock(1, 9);
+void AcquireAfterNode1Wrote(Node& n, ModeHost& h, PageId p, IntervalId interval = 1) {
+  const LockId l = PinnedLock(1, 8 + interval);  // a lock of its own each time
   ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
-  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, 1}), {}};
+  LockGrant g{l, VectorTime(std::vector<IntervalId>{0, interval}), {}};
   ASSERT_TRUE(n.Receive(1, wire::Encode(g, 0)).ok());
-  h.inbox.push_back({1, 1, {p}});
+  h.inbox.push_back({1, interval, {p}});
   n.Poll();
   ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
 }
@@ -1384,16 +1389,26 @@ TEST(NodeModeTest, GrantWaitsForDepositsAndHomeWaitsForDirectDiff) {
 
 // rf: a node's first read of a page marks it at its home (the home then
 // tracks its writes); later reads of the page do not mark again.
-TEST(NodeModeTest, FirstRemoteReadMarksThePage) {
+// A node's mark counts at the home while its copy lasts: the copy a notice
+// drops gives it back once unmapped, and the next read marks again.
+TEST(NodeModeTest, RemoteReadMarksThePageWhileTheCopyLasts) {
   ModeHost h(2);
   Node n(ModeConfig(Mode::kRf, 2, 1), &h);
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);  // page 1: homed at node 1
   ASSERT_TRUE(n.OnPageRead(1, 1, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
   EXPECT_EQ(h.marked, std::vector<PageId>{1});
+  ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kDone);
+  EXPECT_TRUE(h.marks_dropped.empty());
   ASSERT_NO_FATAL_FAILURE(AcquireAfterNode1Wrote(n, h, 1));  // invalidates page 1
+  EXPECT_EQ(h.prot(1), Prot::kNone);
+  EXPECT_EQ(h.marks_dropped, (std::vector<std::pair<NodeId, PageId>>{{1, 1}}));
+  EXPECT_EQ(n.stats().marks_dropped, 1u);
   ASSERT_EQ(n.Fault(0, 1, Access::kRead), Outcome::kBlocked);
   EXPECT_EQ(h.reads.size(), 2u);
-  EXPECT_EQ(h.marked.size(), 1u);
+  EXPECT_EQ(h.marked, (std::vector<PageId>{1, 1}));
+  // Invalidated while its fetch is out: the mark stays (the read lands it).
+  ASSERT_NO_FATAL_FAILURE(AcquireAfterNode1Wrote(n, h, 1, 2));
+  EXPECT_EQ(h.marks_dropped.size(), 1u);
 }
 
 // Issue 22, "the home accepts its copy one interval behind what notices
@@ -1455,6 +1470,75 @@ TEST(NodeModeTest, ClosedIntervalIsDepositedNotSent) {
   ASSERT_TRUE(std::holds_alternative<LockGrant>(m));
   EXPECT_TRUE(std::get<LockGrant>(m).notices.empty());
   EXPECT_EQ(std::get<LockGrant>(m).timestamp[1], 1u);
+}
+
+// rf: a tracked home page written while no other node holds a copy (its
+// marks given back) goes back to untracked as the interval closes: read-write,
+// unnoted from then on. A copy taken later tracks it again, and the interval
+// that closes after announces it (the copy may predate home writes).
+TEST(NodeModeTest, HomePageNobodyHoldsGoesBackToUntracked) {
+  for (bool scan : {false, true}) {
+    SCOPED_TRACE(scan ? "writes found by scans" : "writes found by faults");
+    ModeHost h(2);
+    h.scan_writes = scan;
+    NodeConfig c = ModeConfig(Mode::kRf, 2, 1);
+    c.self = 1;
+    c.scan_writes = scan;
+    Node n(c, &h);
+    const PageId p = 1;  // homed here
+    auto write = [&] {
+      if (h.prot(p) != Prot::kReadWrite && !(scan && h.prot(p) == Prot::kRead))
+        ASSERT_EQ(n.Fault(0, p, Access::kWrite), Outcome::kDone);
+      if (scan) h.WriteThrough(p);
+    };
+    BarrierId b = 0;
+    auto barrier = [&] {  // node 0, the master, has nothing to announce
+      ++b;
+      ASSERT_EQ(n.Barrier(0, b, 2, 1, nullptr), Outcome::kBlocked);
+      BarrierRelease r{b, VectorTime(std::vector<IntervalId>{0, IntervalId(n.stats().intervals)}), false, {}, false};
+      ASSERT_TRUE(n.Receive(0, wire::Encode(r, 0)).ok());
+      ASSERT_EQ(n.Barrier(0, b, 2, 1, nullptr), Outcome::kDone);
+    };
+    h.SharedMark(p) = 1;  // node 0 holds a copy
+    ASSERT_NO_FATAL_FAILURE(write());
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 1, {p}}));
+    EXPECT_EQ(h.prot(p), Prot::kRead);  // the next write is noted
+    h.SharedMark(p) = 0;  // node 0's copy went
+    ASSERT_NO_FATAL_FAILURE(write());
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 2, {p}}));
+    EXPECT_EQ(n.stats().untracked_again, 1u);
+    EXPECT_EQ(h.prot(p), Prot::kReadWrite);
+    const uint64_t faults = n.stats().write_faults, protections = n.stats().protections;
+    ASSERT_NO_FATAL_FAILURE(write());  // no fault, no notice, no re-protection
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    EXPECT_EQ(n.stats().intervals, 2u);
+    EXPECT_EQ(n.stats().write_faults, faults);
+    EXPECT_EQ(n.stats().protections, protections);
+    h.SharedMark(p) = 1;  // node 0 read it again
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 3, {p}}));
+    EXPECT_EQ(h.prot(p), Prot::kRead);
+    ASSERT_NO_FATAL_FAILURE(write());
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 4, {p}}));
+  }
+}
+
+// In base the home sets a mark it cannot count (a fetch does not say
+// whether the node held a copy already): tracked stays tracked.
+TEST(NodeTest, BaseHomePageStaysTracked) {
+  Cluster c(2, 1);
+  c.Write(0, 0, 0, 5, 1);
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 1);  // node 1's fetch marks page 0
+  c.BarrierAll(1, 1);
+  c.Write(0, 0, 0, 5, 2);
+  c.BarrierAll(2, 1);                // node 1's copy goes
+  c.Write(0, 0, 0, 5, 3);
+  c.BarrierAll(3, 1);
+  EXPECT_EQ(c.node(0).stats().untracked_again, 0u);
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 3);
 }
 
 // The messages h.sent holds from index `from` on, decoded.

@@ -14,7 +14,7 @@ namespace {
 
 constexpr PlantedBug kBugs[] = {PlantedBug::kNone, PlantedBug::kSkipInvalidation,
                                 PlantedBug::kNoVersionWait, PlantedBug::kUnsafeFetch,
-                                PlantedBug::kEarlyDropCheck};
+                                PlantedBug::kEarlyDropCheck, PlantedBug::kMarkDroppedAtInstall};
 
 const char* BugFlag(PlantedBug b) {
   switch (b) {
@@ -28,6 +28,8 @@ const char* BugFlag(PlantedBug b) {
       return "unsafe-fetch";
     case PlantedBug::kEarlyDropCheck:
       return "early-drop-check";
+    case PlantedBug::kMarkDroppedAtInstall:
+      return "mark-dropped-at-install";
   }
   return "?";
 }
@@ -337,7 +339,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (35 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (37 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -367,6 +369,8 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->protections += b.protections;
   a->untracked_pages += b.untracked_pages;
   a->tracked_pages += b.tracked_pages;
+  a->untracked_again += b.untracked_again;
+  a->marks_dropped += b.marks_dropped;
   a->remote_reads += b.remote_reads;
   a->direct_diffs += b.direct_diffs;
   a->notices_deposited += b.notices_deposited;

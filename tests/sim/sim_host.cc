@@ -217,9 +217,30 @@ void SimHost::NicLockTail(NodeId home, LockId l, NodeId guess) {
   network_->Post(self_, home, std::move(e));
 }
 
+void SimHost::DropMarks(NodeId home, std::span<const PageId> pages) {
+  if (!CheckPeer("DropMarks", home, false)) return;
+  Event e;
+  e.kind = EventKind::kDropMarks;
+  for (PageId p : pages) {
+    if (p >= pages_) return ContractError("DropMarks of page " + std::to_string(p));
+    e.words.push_back(p);
+  }
+  if (e.words.empty()) return ContractError("DropMarks of no page");
+  network_->Post(self_, home, std::move(e));
+}
+
+void SimHost::ServeDropMarks(NodeId from, std::span<const uint64_t> pages) {
+  for (uint64_t p : pages) {
+    if (shared_marks_[p] == 0)
+      return ContractError("node " + std::to_string(from) + " gave back a mark of page " + std::to_string(p) +
+                           " that nobody holds");
+    --shared_marks_[p];
+  }
+}
+
 void SimHost::ServeRead(PageId first, uint32_t count, uint32_t stride, uint64_t mark, Event* done) {
   for (uint32_t i = 0; i < count; ++i)
-    if (mark & (uint64_t{1} << i)) SharedMark(first + i * stride) = 1;
+    if (mark & (uint64_t{1} << i)) ++SharedMark(first + i * stride);
   done->kind = EventKind::kReadDone;
   done->page = first;
   done->stride = stride;

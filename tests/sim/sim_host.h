@@ -75,6 +75,7 @@ class SimHost final : public Host {
   void DepositNotice(const WriteNotice& notice) override;
   void TakeNotices(std::vector<WriteNotice>* out) override;
   void NicLockTail(NodeId home, LockId l, NodeId guess) override;
+  void DropMarks(NodeId home, std::span<const PageId> pages) override;
   // A hint for the runtime's threads; the simulator's are scheduled anyway.
   void Nudge(NodeId to) override { CheckPeer("Nudge", to, false); }
 
@@ -87,6 +88,9 @@ class SimHost final : public Host {
   // the runs do not fit the page.
   bool ServeWriteDiff(NodeId writer, const Event& e);
   void ServeDeposit(NodeId writer, WriteNotice notice);
+  // The fetch-and-adds of -1 of a peer's DropMarks (a contract error on a
+  // mark that is 0 already: given back more often than taken).
+  void ServeDropMarks(NodeId from, std::span<const uint64_t> pages);
   // The swap of l's tail word for `requester` (the runtime's CAS loop, in
   // one step): what the word named before, this node for a fresh word.
   NodeId ServeLockSwap(NodeId requester, LockId l);

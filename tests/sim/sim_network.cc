@@ -20,6 +20,7 @@ const char* ToString(EventKind k) {
     case EventKind::kLockSwapped: return "lock-swapped";
     case EventKind::kHomeClaim: return "home-claim";
     case EventKind::kHomeClaimed: return "home-claimed";
+    case EventKind::kDropMarks: return "drop-marks";
   }
   return "?";
 }

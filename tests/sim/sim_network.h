@@ -43,6 +43,7 @@ enum class EventKind : uint8_t {
   kHomeClaim,    // rf..nil, first touch: READ the target's home words of
                  // (page, page + count), then CAS page's from 0 to `from`
   kHomeClaimed,  // completion: page, word = its old value, words = those read
+  kDropMarks,    // rf..nil: the target's SharedMark of each of `words` (pages) - 1
 };
 const char* ToString(EventKind k);
 

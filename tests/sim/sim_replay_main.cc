@@ -6,7 +6,8 @@
 //
 // Flags: --nodes --threads --pages --page-size --seed --schedule-seed --home
 // (cyclic|block|first-touch) --cyclic-block --mode (base|dw|rf|dd|nil)
-// --bug (none|skip-invalidation|no-version-wait|unsafe-fetch|early-drop-check) --ops
+// --bug (none|skip-invalidation|no-version-wait|unsafe-fetch|early-drop-check|
+// mark-dropped-at-install) --ops
 // --max-steps --delay FROM:TO (repeatable), --lose-deposits-of NODE,
 // --scenario NAME --variant V (a hand-written program, sim_scenarios.h),
 // plus --trace (every event to stderr), --count N, --dump, --list (scenarios).

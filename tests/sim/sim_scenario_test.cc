@@ -346,6 +346,34 @@ TEST(SimScenario, FirstFetchWhileHomeWritesIsAnnounced) {
   }
 }
 
+// The tracked -> untracked -> tracked round trip: from rf on, where marks
+// count copies, some runs must untrack the page (the reader's DropMarks
+// reached the home before its third barrier), and every run must be right.
+TEST(SimScenario, CopyGoneThenFetchedWhileHomeWritesIsAnnounced) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    for (uint32_t variant : {0u, 1u}) {
+      uint64_t untracked_again = 0;
+      for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
+        const ScenarioRun run = RunScenario(mode, "copy-gone-then-fetched-while-home-writes", seed, variant);
+        ASSERT_TRUE(run.result.ok) << "seed " << seed << ": " << run.result.message;
+        const NodeStats& home = run.result.node_stats[run.scenario.home];
+        untracked_again += home.untracked_again;
+        EXPECT_LE(home.untracked_again, 1u);
+        // Each untracking tracked again (and the first fetch may have
+        // tracked it once more, if the home touched the page first).
+        EXPECT_GE(home.tracked_pages, home.untracked_again);
+        EXPECT_LE(home.tracked_pages, home.untracked_again + 1);
+      }
+      if (ReadsRemotely(mode)) {
+        EXPECT_GE(untracked_again, 1u) << "variant " << variant;
+      } else {
+        EXPECT_EQ(untracked_again, 0u) << "variant " << variant;
+      }
+    }
+  }
+}
+
 // Issue 22: the planted "notices are collected at a barrier of every thread
 // even when a node is not in it" needs a node with no thread: one exits, a
 // barrier of every live thread passes, a thread is spawned there.

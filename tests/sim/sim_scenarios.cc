@@ -520,6 +520,55 @@ void FirstFetchWhileHomeWrites(CaseConfig* c, Scenario* s) {
   s->lock = L;
 }
 
+// The tracked -> untracked -> tracked round trip (rf and up, where marks
+// count copies): the reader holds a copy of the home's page, which two home
+// writes and barriers drop; a third home write closes an interval with no
+// copy left, so the home may untrack the page (if the reader's DropMarks
+// came first). Then as first-fetch-while-home-writes: the reader's fetch (Y,
+// under M) falls between two home writes of X under L in one interval; the
+// second, made with no fault, must reach the reader when it takes L.
+// variant 0: 2 nodes, 1: 3 nodes.
+void CopyGoneThenFetchedWhileHomeWrites(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 2 + c->variant % 2, P = 2;
+  Shape(c, N, 1, P);
+  c->home_policy = HomePolicy::kCyclic;
+  s->page = 1;
+  s->home = CyclicHome(N, P, s->page);
+  s->reader = (s->home + 1) % N;
+  const LockId L = 0x7300, M = 0x7400;
+  ProgramBuilder b(N, 1, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 200, 8, VarClass::kLocked, L);
+  const uint32_t y = b.AddVar(s->page * kPage + 600, 8, VarClass::kLocked, M);
+  b.Acquire(s->reader, M);
+  b.Read(s->reader, y);
+  b.Release(s->reader, M);
+  for (BarrierId round = 1; round <= 3; ++round) {
+    b.Acquire(s->home, L);
+    b.Write(s->home, x);
+    b.Release(s->home, L);
+    b.BarrierAll(round);
+  }
+  b.Acquire(s->home, L);
+  b.Write(s->home, x);
+  b.Signal(s->home, 1);
+  b.Await(s->home, 2);
+  b.Write(s->home, x);
+  b.Release(s->home, L);
+  b.Signal(s->home, 3);
+  b.Await(s->reader, 1);
+  b.Acquire(s->reader, M);
+  b.Read(s->reader, y);
+  b.Release(s->reader, M);
+  b.Signal(s->reader, 2);
+  b.Await(s->reader, 3);
+  b.Acquire(s->reader, L);
+  b.Read(s->reader, x);
+  b.Release(s->reader, L);
+  b.FinalCheck(4);
+  s->program = b.Take();
+  s->lock = L;
+}
+
 // Issue 22 ("notices are collected at a barrier of every thread even when a
 // node is not in it"): the last node's only thread reads X (a READ copy) and
 // exits; node 0 joins it, writes X and meets every other live thread at
@@ -611,6 +660,7 @@ const std::map<std::string, Builder>& Builders() {
       {"handoff-then-stale-copy", HandoffThenStaleCopy},
       {"barrier-last-arrival", BarrierLastArrivalNotice},
       {"first-fetch-while-home-writes", FirstFetchWhileHomeWrites},
+      {"copy-gone-then-fetched-while-home-writes", CopyGoneThenFetchedWhileHomeWrites},
       {"gc-while-a-node-has-no-thread", GcWhileANodeHasNoThread},
       {"first-touch-sweep", FirstTouchSweep},
   };

@@ -31,6 +31,9 @@
 //   first-fetch-while-home-writes
 //                      a remote node's first fetch of an untracked home page
 //                      falls between two home writes of one interval
+//   copy-gone-then-fetched-while-home-writes
+//                      the same after the home's page went tracked ->
+//                      untracked (rf and up: the reader's copy gone)
 //   gc-while-a-node-has-no-thread
 //                      issue 22: a barrier of every live thread that no
 //                      thread of one node is in (its thread exited) must not

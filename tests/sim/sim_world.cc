@@ -527,6 +527,9 @@ void World::DeliverOneSided(Pair p, Event& e) {
     case EventKind::kHomeClaimed:
       s = nodes_[p.to]->OnHomeClaimed(e.page, e.word, e.words);
       break;
+    case EventKind::kDropMarks:
+      target.ServeDropMarks(p.from, e.words);
+      break;
     case EventKind::kMessage:
       break;
   }
