@@ -233,6 +233,10 @@ class Node {
   // touched here too, or a claim granted them (a sequential sweep): one
   // fault per run, not per page.
   static constexpr size_t kMapAhead = 64;
+  // From rf on, a tracked home page goes back to untracked after this many
+  // interval ends in a row found it written with no copy elsewhere (three
+  // kept fft -m20's, read again each few phases, from going back and forth).
+  static constexpr uint8_t kUnsharedIntervals = 4;
 
   const NodeStats& stats() const { return stats_; }
   const IntervalLog& TEST_log() const { return log_; }
@@ -318,7 +322,7 @@ class Node {
   void TrackMarked();
   // rf and up: whether tracked home page p, written in the interval that
   // closes, can go back to untracked (no other node holds a copy).
-  bool CanUntrack(PageId p, const Page& pg) const;
+  bool CanUntrack(PageId p, Page& pg) const;
   // rf and up: copy p, gone from here, gives its mark back to its home (at
   // once, or at FlushProtections when the unmapping is batched).
   void DropMark(PageId p, Page& pg);

@@ -372,6 +372,7 @@ void Node::TrackMarked() {
     if (!Marked(p)) return false;
     Page& pg = pages_.At(p);
     pg.tracked = true;
+    pg.unshared = 0;
     dirty_.push_back(p);
     stats_.tracked_pages++;
     return true;
@@ -383,9 +384,16 @@ void Node::TrackMarked() {
 // other node holds it, as a sweep's pages that a run fetched once, need
 // not be re-protected and noted every interval. A copy taken from now on
 // marks it first: TrackMarked then tracks it again, as a first fetch.
-bool Node::CanUntrack(PageId p, const Page& pg) const {
-  return ReadsRemotely(config_.mode) && pg.tracked && pg.waiters.empty() && pg.pending.empty() &&
-         VersionCovers(p, pg.need) && !Marked(p);
+bool Node::CanUntrack(PageId p, Page& pg) const {
+  if (!ReadsRemotely(config_.mode) || !pg.tracked) return false;
+  if (Marked(p)) {
+    pg.unshared = 0;
+    return false;
+  }
+  // The second time in a row: a page read again each phase (fft's
+  // transposes) would go untracked and tracked again, a re-protection each.
+  if (++pg.unshared < kUnsharedIntervals) return false;
+  return pg.waiters.empty() && pg.pending.empty() && VersionCovers(p, pg.need);
 }
 
 void Node::WakeWaiters(Page& pg) {

@@ -51,6 +51,8 @@ struct Node::Page {
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
   bool framed = false;     // a fetched copy was installed here: its frame exists
+  uint8_t unshared = 0;    // at the home, tracked: intervals in a row it closed
+                           // written with no copy elsewhere (Node::CanUntrack)
   uint32_t run = 0;        // pages the fetch out from here asked for,
   uint16_t stride = 1;     // this far apart
   Ahead strided = Ahead::kNo;  // the fetch out is one along a stride

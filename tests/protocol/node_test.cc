@@ -1473,8 +1473,8 @@ TEST(NodeModeTest, ClosedIntervalIsDepositedNotSent) {
 }
 
 // rf: a tracked home page written while no other node holds a copy (its
-// marks given back) goes back to untracked as the interval closes: read-write,
-// unnoted from then on. A copy taken later tracks it again, and the interval
+// marks given back), kUnsharedIntervals intervals in a row, goes back to
+// untracked as the last of them closes: read-write, unnoted from then on. A copy taken later tracks it again, and the interval
 // that closes after announces it (the copy may predate home writes).
 TEST(NodeModeTest, HomePageNobodyHoldsGoesBackToUntracked) {
   for (bool scan : {false, true}) {
@@ -1505,24 +1505,46 @@ TEST(NodeModeTest, HomePageNobodyHoldsGoesBackToUntracked) {
     EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 1, {p}}));
     EXPECT_EQ(h.prot(p), Prot::kRead);  // the next write is noted
     h.SharedMark(p) = 0;  // node 0's copy went
+    // Written with no copy elsewhere: tracked still, until the
+    // kUnsharedIntervals'th interval in a row.
+    for (uint8_t i = 1; i < Node::kUnsharedIntervals; ++i) {
+      ASSERT_NO_FATAL_FAILURE(write());
+      ASSERT_NO_FATAL_FAILURE(barrier());
+      EXPECT_EQ(h.prot(p), Prot::kRead);
+    }
     ASSERT_NO_FATAL_FAILURE(write());
     ASSERT_NO_FATAL_FAILURE(barrier());
-    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 2, {p}}));
+    IntervalId last = 1 + Node::kUnsharedIntervals;
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, last, {p}}));
     EXPECT_EQ(n.stats().untracked_again, 1u);
     EXPECT_EQ(h.prot(p), Prot::kReadWrite);
     const uint64_t faults = n.stats().write_faults, protections = n.stats().protections;
     ASSERT_NO_FATAL_FAILURE(write());  // no fault, no notice, no re-protection
     ASSERT_NO_FATAL_FAILURE(barrier());
-    EXPECT_EQ(n.stats().intervals, 2u);
+    EXPECT_EQ(n.stats().intervals, last);
     EXPECT_EQ(n.stats().write_faults, faults);
     EXPECT_EQ(n.stats().protections, protections);
     h.SharedMark(p) = 1;  // node 0 read it again
     ASSERT_NO_FATAL_FAILURE(barrier());
-    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 3, {p}}));
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, ++last, {p}}));
     EXPECT_EQ(h.prot(p), Prot::kRead);
     ASSERT_NO_FATAL_FAILURE(write());
     ASSERT_NO_FATAL_FAILURE(barrier());
-    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, 4, {p}}));
+    EXPECT_EQ(h.deposited.back(), (WriteNotice{1, ++last, {p}}));
+    // A copy in between starts the count again.
+    h.SharedMark(p) = 0;
+    for (uint8_t i = 1; i < Node::kUnsharedIntervals; ++i) {
+      ASSERT_NO_FATAL_FAILURE(write());
+      ASSERT_NO_FATAL_FAILURE(barrier());
+    }
+    h.SharedMark(p) = 1;
+    ASSERT_NO_FATAL_FAILURE(write());
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    h.SharedMark(p) = 0;
+    ASSERT_NO_FATAL_FAILURE(write());
+    ASSERT_NO_FATAL_FAILURE(barrier());
+    EXPECT_EQ(n.stats().untracked_again, 1u);
+    EXPECT_EQ(h.prot(p), Prot::kRead);
   }
 }
 

@@ -521,10 +521,9 @@ void FirstFetchWhileHomeWrites(CaseConfig* c, Scenario* s) {
 }
 
 // The tracked -> untracked -> tracked round trip (rf and up, where marks
-// count copies): the reader holds a copy of the home's page, which two home
-// writes and barriers drop; a third home write closes an interval with no
-// copy left, so the home may untrack the page (if the reader's DropMarks
-// came first). Then as first-fetch-while-home-writes: the reader's fetch (Y,
+// count copies): the reader holds a copy of the home's page, which a home
+// write and barrier drop; more of them close intervals with no copy left,
+// so the home may untrack the page (once the reader's DropMarks came). Then as first-fetch-while-home-writes: the reader's fetch (Y,
 // under M) falls between two home writes of X under L in one interval; the
 // second, made with no fault, must reach the reader when it takes L.
 // variant 0: 2 nodes, 1: 3 nodes.
@@ -542,7 +541,8 @@ void CopyGoneThenFetchedWhileHomeWrites(CaseConfig* c, Scenario* s) {
   b.Acquire(s->reader, M);
   b.Read(s->reader, y);
   b.Release(s->reader, M);
-  for (BarrierId round = 1; round <= 3; ++round) {
+  const BarrierId rounds = Node::kUnsharedIntervals + 2;
+  for (BarrierId round = 1; round <= rounds; ++round) {
     b.Acquire(s->home, L);
     b.Write(s->home, x);
     b.Release(s->home, L);
@@ -564,7 +564,7 @@ void CopyGoneThenFetchedWhileHomeWrites(CaseConfig* c, Scenario* s) {
   b.Acquire(s->reader, L);
   b.Read(s->reader, x);
   b.Release(s->reader, L);
-  b.FinalCheck(4);
+  b.FinalCheck(rounds + 1);
   s->program = b.Take();
   s->lock = L;
 }
