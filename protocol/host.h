@@ -87,11 +87,12 @@ class Host {
   // it. Other nodes' entries for p are unused. Zero-initialised.
   virtual std::span<IntervalId> Versions(PageId p) = 0;
 
-  // At p's home: nonzero while another node may hold a copy of p (it asked
-  // the home for it, or, rf and up, its NIC marked it with ReadPages). Until
-  // then the home tracks no writes to p. From rf on it counts the nodes that
-  // marked p and have not given the mark back (DropMarks). Exported memory
-  // like Versions: read with atomic_ref. Zero-initialised.
+  // At p's home: how many other nodes may hold a copy of p, each counted
+  // once from its first fetch until it gives the mark back (its copy gone):
+  // in base and dw the home's handler counts FetchRequest.mark and
+  // MarksDropped, from rf on the peers' NICs do (ReadPages, DropMarks).
+  // While 0 the home tracks no writes to p. Exported memory like Versions:
+  // read with atomic_ref. Zero-initialised.
   virtual uint64_t& SharedMark(PageId p) = 0;
 
   // First touch, rf and up: page p's directory word at its manager

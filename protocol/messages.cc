@@ -28,6 +28,7 @@ const char* ToString(MessageType t) {
     case MessageType::kDetachRequest: return "detach-request";
     case MessageType::kRemoteFree: return "remote-free";
     case MessageType::kSyncWake: return "sync-wake";
+    case MessageType::kMarksDropped: return "marks-dropped";
   }
   return "?";
 }

@@ -25,6 +25,10 @@ struct FetchRequest {
   VectorTime need;
   uint32_t count = 1;
   uint32_t stride = 1;  // 1..kMaxPageStride
+  // Bit i: the home counts the requester's copy of the run's page i as a
+  // holder (its SharedMark), which the requester gives back with
+  // MarksDropped. Unset for pages it holds a counted mark of already.
+  uint64_t mark = 0;
   friend bool operator==(const FetchRequest&, const FetchRequest&) = default;
 };
 
@@ -167,10 +171,18 @@ struct SyncWake {
   friend bool operator==(const SyncWake&, const SyncWake&) = default;
 };
 
+// Requester -> home (base, dw): its copies of `pages`, counted at the home
+// by FetchRequest.mark, are gone (unmapped). From rf on a remote
+// fetch-and-add does this (Host::DropMarks).
+struct MarksDropped {
+  std::vector<PageId> pages;
+  friend bool operator==(const MarksDropped&, const MarksDropped&) = default;
+};
+
 using Message = std::variant<FetchRequest, PageReply, DiffMessage, LockRequest, LockGrant,
                              BarrierArrive, BarrierRelease, HomeClaim, HomeReply, SpawnRequest,
                              SpawnReply, JoinRequest, JoinReply, DetachRequest, RemoteFree,
-                             SyncWake>;
+                             SyncWake, MarksDropped>;
 
 // Wire type codes; the variant index order is the code order, starting at 1.
 enum class MessageType : uint16_t {
@@ -190,12 +202,15 @@ enum class MessageType : uint16_t {
   kDetachRequest,
   kRemoteFree,
   kSyncWake,
+  kMarksDropped,  // the Node's, though after the runtime's: codes stay as they were
 };
-inline constexpr uint16_t kMessageTypeCount = 16;
+inline constexpr uint16_t kMessageTypeCount = 17;
 
 // Whether messages of type t are the protocol Node's (the rest are the
 // runtime's). REQUIRES: IsValid(t).
-inline bool IsProtocolMessage(MessageType t) { return t <= MessageType::kHomeReply; }
+inline bool IsProtocolMessage(MessageType t) {
+  return t <= MessageType::kHomeReply || t == MessageType::kMarksDropped;
+}
 
 bool IsValid(MessageType t);
 const char* ToString(MessageType t);

@@ -109,6 +109,7 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
         else if constexpr (std::is_same_v<T, BarrierRelease>) return OnBarrierRelease(from, m);
         else if constexpr (std::is_same_v<T, HomeClaim>) return OnHomeClaim(from, m);
         else if constexpr (std::is_same_v<T, HomeReply>) return OnHomeReply(from, m);
+        else if constexpr (std::is_same_v<T, MarksDropped>) return OnMarksDropped(from, m);
         else return Status::InvalidArgument("runtime message handed to the protocol");
       },
       msg);

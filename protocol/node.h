@@ -20,9 +20,11 @@
 //  * Pay only for sharing: a home page no other node holds is untracked,
 //    mapped read-write with no notice, twin or re-protection. It becomes
 //    tracked at the home's next interval end after another node marked it
-//    (Host::SharedMark, set by the fetch); that interval's notice names it,
-//    so a home write racing with the first fetch is either in the copy or
-//    announced. A first touch of a sequential sweep maps a run ahead.
+//    (Host::SharedMark, counted by the fetch); that interval's notice names
+//    it, so a home write racing with the first fetch is either in the copy
+//    or announced. A node gives its mark back when its copy goes, and a page
+//    written while nobody else holds it goes back to untracked. A first
+//    touch of a sequential sweep maps a run ahead.
 //  * Non-home copies are INVALID, READ or WRITE (twinned). A write notice
 //    applied at an acquire invalidates a READ copy; a WRITE copy becomes
 //    stale and is refreshed by a safe fetch, which keeps local writes.
@@ -308,6 +310,7 @@ class Node {
   static constexpr PageId kUnmappedGap = 16;
   // Whether another node marked home page p as held (Host::SharedMark).
   bool Marked(PageId p) const;
+  // base and dw: the home's handler counts a holder of p (a fetch's mark).
   void Mark(PageId p);
   // Home page p, first touched, is untracked unless marked already.
   bool StartUntracked(PageId p, Page& pg);
@@ -320,13 +323,16 @@ class Node {
   // Untracked pages other nodes marked since the last look become tracked,
   // written in the open interval (the copy may predate some writes).
   void TrackMarked();
-  // rf and up: whether tracked home page p, written in the interval that
-  // closes, can go back to untracked (no other node holds a copy).
+  // Whether tracked home page p, written in the interval that closes, can
+  // go back to untracked (no other node has held a copy for a while).
   bool CanUntrack(PageId p, Page& pg) const;
-  // rf and up: copy p, gone from here, gives its mark back to its home (at
-  // once, or at FlushProtections when the unmapping is batched).
+  // Copy p, gone from here, gives its mark back to its home (at once, or at
+  // FlushProtections when the unmapping is batched).
   void DropMark(PageId p, Page& pg);
   void FlushDroppedMarks();
+  // home's marks of `pages` go back: a MarksDropped, or from rf on
+  // Host::DropMarks.
+  void GiveMarksBack(NodeId home, std::span<const PageId> pages);
   // Pages to fetch from p on: 1, or a run after a sequential fault.
   uint32_t RunFrom(ThreadId t, PageId p, const Page& pg);
   // After a fault that fetches p alone: if t's faults keep a stride, the
@@ -378,6 +384,7 @@ class Node {
   Status OnDiff(NodeId from, DiffMessage& m);
   Status OnHomeClaim(NodeId from, HomeClaim& m);
   Status OnHomeReply(NodeId from, HomeReply& m);
+  Status OnMarksDropped(NodeId from, MarksDropped& m);
   // First touch with the directory in HomeWords, claimed by CAS (rf and up,
   // several nodes); else a manager's Directory, claimed by HomeClaim.
   bool ClaimsAtNic() const;

@@ -96,7 +96,30 @@ void Node::DropMark(PageId p, Page& pg) {
   }
   pg.marked = false;
   stats_.marks_dropped++;
-  host_->DropMarks(pg.home, std::span(&p, 1));
+  GiveMarksBack(pg.home, std::span(&p, 1));
+}
+
+void Node::GiveMarksBack(NodeId home, std::span<const PageId> pages) {
+  if (ReadsRemotely(config_.mode)) {
+    host_->DropMarks(home, pages);
+    return;
+  }
+  MarksDropped& m = Outgoing<MarksDropped>();
+  m.pages.assign(pages.begin(), pages.end());
+  Send(home, tx_);
+}
+
+Status Node::OnMarksDropped(NodeId from, MarksDropped& m) {
+  if (ReadsRemotely(config_.mode)) return Status::InvalidArgument("marks-dropped message in a mode that reads remotely");
+  if (m.pages.empty()) return Status::Malformed("marks-dropped names no page");
+  for (PageId p : m.pages) {
+    if (Status st = CheckHomedHere(p); !st.ok()) return st;
+    std::atomic_ref<uint64_t> mark(host_->SharedMark(p));
+    if (mark.load(std::memory_order_acquire) == 0)
+      return Status::InvalidArgument("node " + std::to_string(from) + " gave back a mark nobody holds");
+    mark.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  return Status::Ok();
 }
 
 // The marks a batch's copies give back, once it unmapped them: one
@@ -120,7 +143,7 @@ void Node::FlushDroppedMarks() {
     for (; i < dropped_marks_.size() && dropped_marks_[i].first == home; ++i)
       if (marks_out_.empty() || marks_out_.back() != dropped_marks_[i].second)
         marks_out_.push_back(dropped_marks_[i].second);
-    if (home != kNoNode) host_->DropMarks(home, marks_out_);
+    if (home != kNoNode) GiveMarksBack(home, marks_out_);
   }
   dropped_marks_.clear();
 }
@@ -303,9 +326,8 @@ bool Node::Marked(PageId p) const {
   return std::atomic_ref<uint64_t>(host_->SharedMark(p)).load(std::memory_order_acquire) != 0;
 }
 
-// The home's own handler serves p to another node.
 void Node::Mark(PageId p) {
-  std::atomic_ref<uint64_t>(host_->SharedMark(p)).store(1, std::memory_order_release);
+  std::atomic_ref<uint64_t>(host_->SharedMark(p)).fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool Node::StartUntracked(PageId p, Page& pg) {
@@ -385,7 +407,7 @@ void Node::TrackMarked() {
 // not be re-protected and noted every interval. A copy taken from now on
 // marks it first: TrackMarked then tracks it again, as a first fetch.
 bool Node::CanUntrack(PageId p, Page& pg) const {
-  if (!ReadsRemotely(config_.mode) || !pg.tracked) return false;
+  if (!pg.tracked) return false;
   if (Marked(p)) {
     pg.unshared = 0;
     return false;
@@ -709,7 +731,7 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count, uint32_t stride) {
     q.home = pg.home;
     q.fetching = true;
     if (!q.marked) mark |= uint64_t{1} << i;
-    q.marked = q.marked || ReadsRemotely(config_.mode);
+    q.marked = true;
   }
   pg.run = count;
   pg.stride = uint16_t(stride);
@@ -724,6 +746,7 @@ void Node::RequestPage(PageId p, Page& pg, uint32_t count, uint32_t stride) {
     req.need = pg.need;  // into the storage the last request had
     req.count = count;
     req.stride = stride;
+    req.mark = mark;
     Send(pg.home, tx_);
   }
 }
@@ -787,10 +810,8 @@ void Node::ServeFetches(PageId p, Page& pg) {
     const PageId end = std::min<PageId>(host_->FramesEnd(p), config_.geometry.pages);
     served_.resize(1);  // storage kept from the last reply
     served_[0] = version;
-    for (PageId q = p + f.stride; served_.size() < f.count && q < end && ServesAhead(q); q += f.stride) {
-      Mark(q);
+    for (PageId q = p + f.stride; served_.size() < f.count && q < end && ServesAhead(q); q += f.stride)
       served_.push_back(Version(q));
-    }
     std::span<const uint8_t> frames[kMaxPageRun];  // f.count <= kMaxPageRun (wire::Decode)
     assert(served_.size() <= kMaxPageRun);
     for (size_t i = 0; i < served_.size(); ++i)
@@ -802,8 +823,15 @@ void Node::ServeFetches(PageId p, Page& pg) {
 
 Status Node::OnFetchRequest(NodeId from, FetchRequest& m) {
   if (Status st = CheckHomedHere(m.page); !st.ok()) return st;
+  if (m.count < 64 && m.mark >> m.count != 0) return Status::Malformed("fetch marks pages beyond its run");
+  if (m.page + PageId(m.count - 1) * m.stride >= config_.geometry.pages)
+    return Status::OutOfRange("fetch run beyond the region");
   Page& pg = PageEntry(m.page);
-  Mark(m.page);
+  // Counted before any of them is served: a home write the copy misses is
+  // in a notice. A page ahead not homed here is counted too: the requester
+  // gives the mark back here when the copy does not come.
+  for (uint32_t i = 0; i < m.count; ++i)
+    if (m.mark >> i & 1) Mark(m.page + PageId(i) * m.stride);
   pg.pending.push_back({from, std::move(m.need), m.count, m.stride});
   ServeFetches(m.page, pg);
   return Status::Ok();
@@ -970,7 +998,7 @@ void Node::InstallPage(PageId p, Page& pg, const VectorTime& version,
   WakeWaiters(pg);
   if (config_.TEST_bug == PlantedBug::kMarkDroppedAtInstall && pg.marked) {
     pg.marked = false;
-    host_->DropMarks(pg.home, std::span(&p, 1));
+    GiveMarksBack(pg.home, std::span(&p, 1));
   }
 }
 
@@ -1009,8 +1037,10 @@ Status Node::OnHomeReply(NodeId from, HomeReply& m) {
   pg.home = m.home;
   ClaimAnswered(m.page, m.home, m.same);
   if (m.home == from && !ReadsRemotely(config_.mode)) {
-    // The manager is the home: its copy follows this reply (OnHomeClaim).
+    // The manager is the home: its copy follows this reply (OnHomeClaim),
+    // which counted it (Mark).
     pg.fetching = true;
+    pg.marked = true;
     pg.run = 1;
     pg.stride = 1;
     stats_.fetches++;

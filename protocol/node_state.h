@@ -27,12 +27,12 @@ namespace svm {
 //  5. At the home, !tracked and state != kInvalid iff p is in
 //     Node::untracked_: no other node held a copy when the home last looked
 //     (SharedMark), so its writes need no notice and it stays read-write
-//     (unless unmapped while diffs are due). tracked goes back to false only
-//     from rf on, where SharedMark counts the copies: when an interval
-//     closes with p written and no copy elsewhere (Node::CanUntrack).
-//  7. Away from the home, from rf on: marked iff this node's mark of p is
-//     counted at the home; a copy gone (kInvalid, unmapped, no fetch out)
-//     gives it back (Node::DropMark).
+//     (unless unmapped while diffs are due). tracked goes back to false when
+//     intervals close with p written and no copy elsewhere
+//     (Node::CanUntrack).
+//  7. Away from the home: marked iff this node's mark of p is counted at
+//     the home (or on its way there); a copy gone (kInvalid, unmapped, no
+//     fetch out) gives it back (Node::DropMark).
 //  6. watched implies state == kRead away from the home, and prot ==
 //     kNone: the last page of a run fetched ahead, not touched here yet.
 struct Node::Page {

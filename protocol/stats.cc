@@ -35,7 +35,8 @@ const char* ToString(HandlerKind k) {
 HandlerKind HandlerKindOf(MessageType t) {
   switch (t) {
     case MessageType::kFetchRequest:
-    case MessageType::kPageReply: return HandlerKind::kFetch;
+    case MessageType::kPageReply:
+    case MessageType::kMarksDropped: return HandlerKind::kFetch;
     case MessageType::kDiff: return HandlerKind::kDiff;
     case MessageType::kLockRequest:
     case MessageType::kLockGrant: return HandlerKind::kLock;

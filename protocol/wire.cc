@@ -44,6 +44,7 @@ void PutBody(Writer& w, const FetchRequest& m) {
   PutVector(w, m.need);
   w.PutU32(m.count);
   w.PutU32(m.stride);
+  w.PutU64(m.mark);
 }
 
 // A PageReply up to its data (EncodePageReply writes the data from frames).
@@ -130,6 +131,11 @@ void PutBody(Writer& w, const SyncWake& m) { w.PutU64(m.object); }
 void PutBody(Writer& w, const RemoteFree& m) {
   w.PutU32(static_cast<uint32_t>(m.blocks.size()));
   for (uint64_t b : m.blocks) w.PutU64(b);
+}
+
+void PutBody(Writer& w, const MarksDropped& m) {
+  w.PutU32(static_cast<uint32_t>(m.pages.size()));
+  for (PageId p : m.pages) w.PutU64(p);
 }
 
 // ---- Decoding ----
@@ -266,6 +272,7 @@ void ReadBody(BodyReader& r, FetchRequest* m) {
   r.Vector(&m->need, "need");
   r.Count(&m->count, kMaxPageRun, "count");
   r.Count(&m->stride, kMaxPageStride, "stride");
+  r.U64(&m->mark, "mark");
 }
 
 // A PageReply up to its data.
@@ -349,6 +356,8 @@ void ReadBody(BodyReader& r, DetachRequest* m) { r.U64(&m->thread, "thread"); }
 void ReadBody(BodyReader& r, RemoteFree* m) { r.U64List(&m->blocks, "blocks"); }
 
 void ReadBody(BodyReader& r, SyncWake* m) { r.U64(&m->object, "object"); }
+
+void ReadBody(BodyReader& r, MarksDropped* m) { r.U64List(&m->pages, "pages"); }
 
 // The bodies DecodeReusing decodes in place: those of the fault path. Their
 // ReadBody writes every field.
@@ -484,6 +493,7 @@ Status DecodeMessage(std::span<const uint8_t> bytes, uint32_t epoch, uint32_t no
     case MessageType::kDetachRequest: return DecodeAs<DetachRequest>(r, out, reuse);
     case MessageType::kRemoteFree: return DecodeAs<RemoteFree>(r, out, reuse);
     case MessageType::kSyncWake: return DecodeAs<SyncWake>(r, out, reuse);
+    case MessageType::kMarksDropped: return DecodeAs<MarksDropped>(r, out, reuse);
   }
   return Status::Malformed("wire: unknown type");  // unreachable: DecodeHeader checked
 }

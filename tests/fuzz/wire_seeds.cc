@@ -39,6 +39,7 @@ std::vector<svm::Message> SeedMessages(uint32_t nodes) {
       svm::DetachRequest{1},
       svm::RemoteFree{{8, 16}},
       svm::SyncWake{64},
+      svm::MarksDropped{{3, 5}},
   };
 }
 

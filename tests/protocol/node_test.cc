@@ -1548,19 +1548,42 @@ TEST(NodeModeTest, HomePageNobodyHoldsGoesBackToUntracked) {
   }
 }
 
-// In base the home sets a mark it cannot count (a fetch does not say
-// whether the node held a copy already): tracked stays tracked.
-TEST(NodeTest, BaseHomePageStaysTracked) {
+// base: the home's handler counts a fetch's mark, and the reader's
+// MarksDropped gives it back when its copy goes; a page written with no
+// copy elsewhere kUnsharedIntervals intervals in a row goes back to
+// untracked, and the reader's next fetch tracks it again.
+TEST(NodeTest, BaseHomePageGoesBackToUntracked) {
   Cluster c(2, 1);
   c.Write(0, 0, 0, 5, 1);
   EXPECT_EQ(c.Read(1, 0, 0, 5), 1);  // node 1's fetch marks page 0
-  c.BarrierAll(1, 1);
-  c.Write(0, 0, 0, 5, 2);
-  c.BarrierAll(2, 1);                // node 1's copy goes
-  c.Write(0, 0, 0, 5, 3);
-  c.BarrierAll(3, 1);
-  EXPECT_EQ(c.node(0).stats().untracked_again, 0u);
-  EXPECT_EQ(c.Read(1, 0, 0, 5), 3);
+  EXPECT_EQ(c.host(0).SharedMark(0), 1u);
+  BarrierId b = 0;
+  uint8_t v = 1;
+  for (uint8_t round = 0; round <= Node::kUnsharedIntervals; ++round) {
+    c.Write(0, 0, 0, 5, ++v);
+    c.BarrierAll(++b, 1);
+  }
+  EXPECT_EQ(c.node(1).stats().marks_dropped, 1u);  // at the first barrier
+  EXPECT_EQ(c.host(0).SharedMark(0), 0u);
+  EXPECT_EQ(c.node(0).stats().untracked_again, 1u);
+  EXPECT_EQ(c.host(0).prot(0), Prot::kReadWrite);
+  EXPECT_EQ(c.Read(1, 0, 0, 5), v);  // marks it again
+  EXPECT_EQ(c.host(0).SharedMark(0), 1u);
+  c.Write(0, 0, 0, 5, 100);  // no fault: announced as the page is tracked again
+  c.BarrierAll(++b, 1);
+  EXPECT_EQ(c.Read(1, 0, 0, 5), 100);
+  EXPECT_EQ(c.node(0).stats().tracked_pages, 2u);
+}
+
+// A MarksDropped must name pages homed here that a holder marked.
+TEST(NodeTest, MarksDroppedChecked) {
+  Cluster c(2, 1);
+  c.Write(0, 0, 0, 5, 1);
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(MarksDropped{{0}}, 0)).ok()) << "nobody holds it";
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(MarksDropped{{1}}, 0)).ok()) << "homed on node 1";
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(MarksDropped{{}}, 0)).ok());
+  FetchRequest f{0, VectorTime(2), 2, 1, 0b100};
+  EXPECT_FALSE(c.node(0).Receive(1, wire::Encode(f, 0)).ok()) << "a mark beyond the run";
 }
 
 // The messages h.sent holds from index `from` on, decoded.

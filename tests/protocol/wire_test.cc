@@ -38,6 +38,7 @@ std::vector<Message> Samples() {
       FetchRequest{42, Vt({1, 0, 5})},
       FetchRequest{UINT64_MAX, Vt({UINT32_MAX, 0, 0}), kMaxPageRun},
       FetchRequest{8, Vt({0, 1, 0}), 16, kMaxPageStride},
+      FetchRequest{8, Vt({0, 1, 0}), kMaxPageRun, 1, UINT64_MAX},
       PageReply{7, {Vt({3, 2, 1})}, page},
       PageReply{0, {Vt({0, 0, 0})}, {}},
       PageReply{9, {Vt({3, 2, 1}), Vt({0, 0, 4})}, Bytes(2 * page.size(), 0x11)},
@@ -64,6 +65,7 @@ std::vector<Message> Samples() {
       RemoteFree{{0x600000000000, 0x600000001040}},
       RemoteFree{{}},
       SyncWake{0x200000001000},
+      MarksDropped{{3, UINT64_MAX}},
   };
 }
 
@@ -377,8 +379,8 @@ TEST(Wire, WrongNodeCountRejected) {
     SCOPED_TRACE(Name(m));
     Bytes b = Encode(m, kEpoch);
     const MessageType t = TypeOf(m);
-    bool has_vector = IsProtocolMessage(t) && t != MessageType::kDiff &&
-                      t != MessageType::kHomeClaim && t != MessageType::kHomeReply;
+    bool has_vector = IsProtocolMessage(t) && t != MessageType::kDiff && t != MessageType::kHomeClaim &&
+                      t != MessageType::kHomeReply && t != MessageType::kMarksDropped;
     const auto* reply = std::get_if<HomeReply>(&m);
     if (has_vector) {
       EXPECT_FALSE(DecodeBytes(b, kEpoch, kNodes + 1).ok());
@@ -455,6 +457,7 @@ TEST(Wire, PageRunCountsBounded) {
       vector(w);
       w.PutU32(count);
       w.PutU32(1);
+      w.PutU64(0);
     });
     EXPECT_EQ(DecodeBytes(fetch).ok(), valid) << count;
     Bytes reply = Raw(MessageType::kPageReply, [&](coding::Writer& w) {
@@ -497,6 +500,7 @@ TEST(Wire, PageRunStridesBounded) {
       for (uint32_t i = 0; i < kNodes; ++i) w.PutU32(0);
       w.PutU32(2);
       w.PutU32(stride);
+      w.PutU64(0);
     });
     EXPECT_EQ(DecodeBytes(fetch).ok(), valid) << stride;
     Bytes reply = Raw(MessageType::kPageReply, [&](coding::Writer& w) {

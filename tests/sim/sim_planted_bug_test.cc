@@ -101,11 +101,11 @@ TEST(SimPlantedBug, EarlyDropCheck) {
   }
 }
 
-// From rf on a mark counts the copies of a page, and a home stops tracking a
-// page nobody holds: a copy that gave its mark back while held leaves the
-// home's later writes unannounced to it.
+// A mark counts the copies of a page, and a home stops tracking a page
+// nobody holds: a copy that gave its mark back while held leaves the home's
+// later writes unannounced to it.
 TEST(SimPlantedBug, MarkDroppedAtInstall) {
-  for (Mode mode : {Mode::kRf, Mode::kDd, Mode::kNil}) {
+  for (Mode mode : kModes) {
     ExpectScenarioCatches(mode, "first-fetch-while-home-writes", PlantedBug::kMarkDroppedAtInstall);
     ExpectSweepCatches(mode, Config(3, 2, 4, 0), PlantedBug::kMarkDroppedAtInstall, 20);
   }
