@@ -202,6 +202,7 @@ void Node::ApplyView(ThreadId t, const VectorTime& v) {
   to.Merge(v);
   if (!(to == applied_)) {
     assert(log_.known().Covers(to));
+    GiveBackMarks();
     ProtectionBatch batch(this);
     log_.ForEachPage(applied_, to, [&](NodeId writer, IntervalId interval, PageId p) {
       Invalidate(p, writer, interval);

@@ -326,10 +326,10 @@ class Node {
   // Whether tracked home page p, written in the interval that closes, can
   // go back to untracked (no other node has held a copy for a while).
   bool CanUntrack(PageId p, Page& pg) const;
-  // Copy p, gone from here, gives its mark back to its home (at once, or at
-  // FlushProtections when the unmapping is batched).
+  // Copy p, gone from here, gives its mark back to its home at the next
+  // acquire that applies notices, if it is still gone then.
   void DropMark(PageId p, Page& pg);
-  void FlushDroppedMarks();
+  void GiveBackMarks();
   // home's marks of `pages` go back: a MarksDropped, or from rf on
   // Host::DropMarks.
   void GiveMarksBack(NodeId home, std::span<const PageId> pages);
@@ -454,9 +454,10 @@ class Node {
   PageTable<Page> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
   std::vector<PageId> untracked_;      // home pages only this node holds
-  // Copies dropped whose marks go back to their homes (DropMark), and the
-  // pages for one home (storage kept).
-  std::vector<std::pair<NodeId, PageId>> dropped_marks_;
+  // Copies dropped whose marks go back to their homes (DropMark), and
+  // GiveBackMarks' scratch (storage kept).
+  std::vector<PageId> marks_due_;
+  std::vector<std::pair<NodeId, PageId>> marks_back_;
   std::vector<PageId> marks_out_;
   uint32_t run_ = 1;                   // pages the next sequential fault fetches
   // Per local thread: the page its sweep faults on next if it is one (the

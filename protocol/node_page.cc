@@ -84,19 +84,41 @@ void Node::SyncProtection(PageId p, Page& pg) {
   DropMark(p, pg);
 }
 
-// Given back only once the copy is unmapped: a read of it after the home
-// stopped tracking could see a home write no notice announces.
+// Not given back at once: a page read again each interval (a boundary row)
+// keeps its mark, which spares its home a pair of counts per interval, and
+// the copy is sure to be unmapped by then (GiveBackMarks).
 void Node::DropMark(PageId p, Page& pg) {
-  if (!pg.marked || pg.state != Page::State::kInvalid || pg.fetching || pg.prot != Prot::kNone ||
+  if (!pg.marked || pg.mark_due || pg.state != Page::State::kInvalid || pg.fetching ||
       pg.home == config_.self)
     return;
-  if (batching_ > 0) {  // the batch may hold its unmapping still
-    dropped_marks_.push_back({kNoNode, p});
-    return;
+  pg.mark_due = true;
+  marks_due_.push_back(p);
+}
+
+// At an acquire that applies notices, before it drops more copies: the
+// marks of copies dropped at an earlier one and not fetched again since go
+// back, one GiveMarksBack per home. Only with no protection batch open: a
+// copy's unmapping must have taken effect (a read of it after the home
+// stopped tracking could see a home write no notice announces).
+void Node::GiveBackMarks() {
+  if (marks_due_.empty() || batching_ > 0) return;
+  marks_back_.clear();
+  for (PageId p : marks_due_) {
+    Page& pg = pages_.At(p);
+    pg.mark_due = false;
+    if (!pg.marked || pg.state != Page::State::kInvalid || pg.fetching || pg.prot != Prot::kNone) continue;
+    pg.marked = false;
+    stats_.marks_dropped++;
+    marks_back_.push_back({pg.home, p});
   }
-  pg.marked = false;
-  stats_.marks_dropped++;
-  GiveMarksBack(pg.home, std::span(&p, 1));
+  marks_due_.clear();
+  std::sort(marks_back_.begin(), marks_back_.end());
+  for (size_t i = 0; i < marks_back_.size();) {
+    const NodeId home = marks_back_[i].first;
+    marks_out_.clear();
+    for (; i < marks_back_.size() && marks_back_[i].first == home; ++i) marks_out_.push_back(marks_back_[i].second);
+    GiveMarksBack(home, marks_out_);
+  }
 }
 
 void Node::GiveMarksBack(NodeId home, std::span<const PageId> pages) {
@@ -122,31 +144,6 @@ Status Node::OnMarksDropped(NodeId from, MarksDropped& m) {
   return Status::Ok();
 }
 
-// The marks a batch's copies give back, once it unmapped them: one
-// Host::DropMarks per home.
-void Node::FlushDroppedMarks() {
-  if (dropped_marks_.empty()) return;
-  for (auto& [home, p] : dropped_marks_) {
-    Page& pg = pages_.At(p);
-    home = kNoNode;
-    if (!pg.marked || pg.state != Page::State::kInvalid || pg.fetching || pg.prot != Prot::kNone ||
-        pg.home == config_.self)
-      continue;
-    pg.marked = false;
-    stats_.marks_dropped++;
-    home = pg.home;
-  }
-  std::sort(dropped_marks_.begin(), dropped_marks_.end());
-  for (size_t i = 0; i < dropped_marks_.size();) {
-    const NodeId home = dropped_marks_[i].first;
-    marks_out_.clear();
-    for (; i < dropped_marks_.size() && dropped_marks_[i].first == home; ++i)
-      if (marks_out_.empty() || marks_out_.back() != dropped_marks_[i].second)
-        marks_out_.push_back(dropped_marks_[i].second);
-    if (home != kNoNode) GiveMarksBack(home, marks_out_);
-  }
-  dropped_marks_.clear();
-}
 
 void Node::UpdateArmed(PageId p, const Page& pg) {
   if (!config_.scan_writes) return;
@@ -305,10 +302,9 @@ void Node::FlushProtections() {
   for (PageId p : batch_) {
     Page& pg = pages_.At(p);
     if (pg.dropped && pg.prot == Prot::kNone) CheckDropped(p, pg);
-    if (pg.marked && pg.state == Page::State::kInvalid) dropped_marks_.push_back({kNoNode, p});
+    DropMark(p, pg);
   }
   batch_.clear();
-  FlushDroppedMarks();
 }
 
 // Whether [first, end) is a short gap of pages unmapped here (never touched,

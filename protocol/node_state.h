@@ -32,7 +32,8 @@ namespace svm {
 //     (Node::CanUntrack).
 //  7. Away from the home: marked iff this node's mark of p is counted at
 //     the home (or on its way there); a copy gone (kInvalid, unmapped, no
-//     fetch out) gives it back (Node::DropMark).
+//     fetch out) at one acquire that applies notices and still gone at the
+//     next gives it back then (Node::DropMark, Node::GiveBackMarks).
 //  6. watched implies state == kRead away from the home, and prot ==
 //     kNone: the last page of a run fetched ahead, not touched here yet.
 struct Node::Page {
@@ -51,6 +52,7 @@ struct Node::Page {
   bool watched = false;    // fetched ahead, not touched yet (invariant 6)
   bool dropped = false;    // scan_writes: invalidated, twin not compared yet
   bool framed = false;     // a fetched copy was installed here: its frame exists
+  bool mark_due = false;   // in Node::marks_due_
   uint8_t unshared = 0;    // at the home, tracked: intervals in a row it closed
                            // written with no copy elsewhere (Node::CanUntrack)
   uint32_t run = 0;        // pages the fetch out from here asked for,

@@ -484,64 +484,27 @@ void BarrierLastArrivalNotice(CaseConfig* c, Scenario* s) {
   s->program = b.Take();
 }
 
-// The home writes X (its page untracked: no other node holds it) under L;
-// the reader's first fetch of the page (Y, under M) comes between two of
-// those writes, in one interval; the second, made with no fault, must reach
-// the reader when it takes L. variant 0: 2 nodes, 1: 3 nodes.
-void FirstFetchWhileHomeWrites(CaseConfig* c, Scenario* s) {
+// The home writes X under L; the reader's fetch of the page (Y, under M)
+// comes between two of those writes, in one interval; the second, made with
+// no fault, must reach the reader when it takes L. With rounds > 0 the
+// reader first holds a copy, which `rounds` home writes of X, each followed
+// by a barrier, outdate (the copy goes at the first). variant 0: 2 nodes,
+// 1: 3 nodes.
+void FetchWhileHomeWrites(CaseConfig* c, Scenario* s, LockId L, LockId M, BarrierId rounds) {
   const uint32_t N = 2 + c->variant % 2, P = 2;
   Shape(c, N, 1, P);
   c->home_policy = HomePolicy::kCyclic;
   s->page = 1;
   s->home = CyclicHome(N, P, s->page);
   s->reader = (s->home + 1) % N;
-  const LockId L = 0x7100, M = 0x7200;
   ProgramBuilder b(N, 1, P);
   const uint32_t x = b.AddVar(s->page * kPage + 200, 8, VarClass::kLocked, L);
   const uint32_t y = b.AddVar(s->page * kPage + 600, 8, VarClass::kLocked, M);
-  b.Acquire(s->home, L);
-  b.Write(s->home, x);
-  b.Signal(s->home, 1);
-  b.Await(s->home, 2);
-  b.Write(s->home, x);
-  b.Release(s->home, L);
-  b.Signal(s->home, 3);
-  b.Await(s->reader, 1);
-  b.Acquire(s->reader, M);
-  b.Read(s->reader, y);
-  b.Release(s->reader, M);
-  b.Signal(s->reader, 2);
-  b.Await(s->reader, 3);
-  b.Acquire(s->reader, L);
-  b.Read(s->reader, x);
-  b.Release(s->reader, L);
-  b.FinalCheck(1);
-  s->program = b.Take();
-  s->lock = L;
-}
-
-// The tracked -> untracked -> tracked round trip (rf and up, where marks
-// count copies): the reader holds a copy of the home's page, which a home
-// write and barrier drop; more of them close intervals with no copy left,
-// so the home may untrack the page (once the reader's DropMarks came). Then as first-fetch-while-home-writes: the reader's fetch (Y,
-// under M) falls between two home writes of X under L in one interval; the
-// second, made with no fault, must reach the reader when it takes L.
-// variant 0: 2 nodes, 1: 3 nodes.
-void CopyGoneThenFetchedWhileHomeWrites(CaseConfig* c, Scenario* s) {
-  const uint32_t N = 2 + c->variant % 2, P = 2;
-  Shape(c, N, 1, P);
-  c->home_policy = HomePolicy::kCyclic;
-  s->page = 1;
-  s->home = CyclicHome(N, P, s->page);
-  s->reader = (s->home + 1) % N;
-  const LockId L = 0x7300, M = 0x7400;
-  ProgramBuilder b(N, 1, P);
-  const uint32_t x = b.AddVar(s->page * kPage + 200, 8, VarClass::kLocked, L);
-  const uint32_t y = b.AddVar(s->page * kPage + 600, 8, VarClass::kLocked, M);
-  b.Acquire(s->reader, M);
-  b.Read(s->reader, y);
-  b.Release(s->reader, M);
-  const BarrierId rounds = Node::kUnsharedIntervals + 2;
+  if (rounds > 0) {
+    b.Acquire(s->reader, M);
+    b.Read(s->reader, y);
+    b.Release(s->reader, M);
+  }
   for (BarrierId round = 1; round <= rounds; ++round) {
     b.Acquire(s->home, L);
     b.Write(s->home, x);
@@ -567,6 +530,18 @@ void CopyGoneThenFetchedWhileHomeWrites(CaseConfig* c, Scenario* s) {
   b.FinalCheck(rounds + 1);
   s->program = b.Take();
   s->lock = L;
+}
+
+// The home's page is untracked (no other node holds it) when the reader's
+// first fetch comes.
+void FirstFetchWhileHomeWrites(CaseConfig* c, Scenario* s) { FetchWhileHomeWrites(c, s, 0x7100, 0x7200, 0); }
+
+// The tracked -> untracked -> tracked round trip: the reader's copy goes at
+// the first barrier and its mark at the second, and the home's writes of X
+// close intervals with no copy left, so the home may untrack the page
+// (once the mark came back) before the fetch between its writes.
+void CopyGoneThenFetchedWhileHomeWrites(CaseConfig* c, Scenario* s) {
+  FetchWhileHomeWrites(c, s, 0x7300, 0x7400, Node::kUnsharedIntervals + 3);
 }
 
 // Issue 22 ("notices are collected at a barrier of every thread even when a
