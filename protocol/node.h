@@ -116,7 +116,7 @@ enum class PlantedBug : uint8_t {
   kUnsafeFetch,       // fetches overwrite dirty pages, losing local writes
   kEarlyDropCheck,    // scan_writes: a dropped copy is compared with its twin
                       // before its unmapping took effect
-  kMarkDroppedAtInstall,  // rf and up: a copy gives its mark back as soon as
+  kMarkDroppedAtInstall,  // a copy gives its mark back as soon as
                           // it is installed, so its home may stop tracking
                           // a page another node holds
 };
@@ -235,7 +235,7 @@ class Node {
   // touched here too, or a claim granted them (a sequential sweep): one
   // fault per run, not per page.
   static constexpr size_t kMapAhead = 64;
-  // From rf on, a tracked home page goes back to untracked after this many
+  // A tracked home page goes back to untracked after this many
   // interval ends in a row found it written with no copy elsewhere (three
   // kept fft -m20's, read again each few phases, from going back and forth).
   static constexpr uint8_t kUnsharedIntervals = 4;

@@ -144,7 +144,6 @@ Status Node::OnMarksDropped(NodeId from, MarksDropped& m) {
   return Status::Ok();
 }
 
-
 void Node::UpdateArmed(PageId p, const Page& pg) {
   if (!config_.scan_writes) return;
   const bool on = pg.prot == Prot::kRead && pg.state == Page::State::kRead;
@@ -397,18 +396,18 @@ void Node::TrackMarked() {
   });
 }
 
-// From rf on a mark counts the copies (each node marks a page once and
-// gives the mark back when its copy goes), so a page written while no
-// other node holds it, as a sweep's pages that a run fetched once, need
-// not be re-protected and noted every interval. A copy taken from now on
-// marks it first: TrackMarked then tracks it again, as a first fetch.
+// A mark counts the copies (each node marks a page once and gives the mark
+// back when its copy goes), so a page written while no other node holds
+// it, as a sweep's pages that a run fetched once, need not be re-protected
+// and noted every interval. A copy taken from now on marks it first:
+// TrackMarked then tracks it again, as a first fetch.
 bool Node::CanUntrack(PageId p, Page& pg) const {
   if (!pg.tracked) return false;
   if (Marked(p)) {
     pg.unshared = 0;
     return false;
   }
-  // The second time in a row: a page read again each phase (fft's
+  // Not the first time: a page read again every few phases (fft's
   // transposes) would go untracked and tracked again, a re-protection each.
   if (++pg.unshared < kUnsharedIntervals) return false;
   return pg.waiters.empty() && pg.pending.empty() && VersionCovers(p, pg.need);
