@@ -103,8 +103,9 @@ class QueueDriver {
   virtual bool CanSleep() const { return false; }
   // Sleeps, as `role`, until the source may have work for the queue,
   // ready() holds, or `timeout` passed; false (at once) if this driver
-  // cannot sleep, and the queue sleeps on its condition variable instead. Whoever pushes to the
-  // queue without driving must then wake such a sleeper (the Nic's part).
+  // cannot sleep, and the queue sleeps on its condition variable instead.
+  // Whoever pushes to the queue without driving must then wake such a
+  // sleeper (the Nic's part).
   virtual bool Sleep(std::chrono::nanoseconds timeout, const std::function<bool()>& ready, SleepRole role) {
     (void)timeout;
     (void)ready;

@@ -329,6 +329,9 @@ class Node {
   // Copy p, gone from here, gives its mark back to its home at the next
   // acquire that applies notices, if it is still gone then.
   void DropMark(PageId p, Page& pg);
+  // A marked copy away from its home that is no longer here (the unmapping
+  // may still be in a protection batch).
+  bool CopyGone(const Page& pg) const;
   void GiveBackMarks();
   // home's marks of `pages` go back: a MarksDropped, or from rf on
   // Host::DropMarks.

@@ -88,11 +88,13 @@ void Node::SyncProtection(PageId p, Page& pg) {
 // keeps its mark, which spares its home a pair of counts per interval, and
 // the copy is sure to be unmapped by then (GiveBackMarks).
 void Node::DropMark(PageId p, Page& pg) {
-  if (!pg.marked || pg.mark_due || pg.state != Page::State::kInvalid || pg.fetching ||
-      pg.home == config_.self)
-    return;
+  if (!CopyGone(pg) || pg.mark_due) return;
   pg.mark_due = true;
   marks_due_.push_back(p);
+}
+
+bool Node::CopyGone(const Page& pg) const {
+  return pg.marked && pg.state == Page::State::kInvalid && !pg.fetching && pg.home != config_.self;
 }
 
 // At an acquire that applies notices, before it drops more copies: the
@@ -106,7 +108,7 @@ void Node::GiveBackMarks() {
   for (PageId p : marks_due_) {
     Page& pg = pages_.At(p);
     pg.mark_due = false;
-    if (!pg.marked || pg.state != Page::State::kInvalid || pg.fetching || pg.prot != Prot::kNone) continue;
+    if (!CopyGone(pg) || pg.prot != Prot::kNone) continue;
     pg.marked = false;
     stats_.marks_dropped++;
     marks_back_.push_back({pg.home, p});

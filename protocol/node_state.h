@@ -30,12 +30,12 @@ namespace svm {
 //     (unless unmapped while diffs are due). tracked goes back to false when
 //     intervals close with p written and no copy elsewhere
 //     (Node::CanUntrack).
+//  6. watched implies state == kRead away from the home, and prot ==
+//     kNone: the last page of a run fetched ahead, not touched here yet.
 //  7. Away from the home: marked iff this node's mark of p is counted at
 //     the home (or on its way there); a copy gone (kInvalid, unmapped, no
 //     fetch out) at one acquire that applies notices and still gone at the
 //     next gives it back then (Node::DropMark, Node::GiveBackMarks).
-//  6. watched implies state == kRead away from the home, and prot ==
-//     kNone: the last page of a run fetched ahead, not touched here yet.
 struct Node::Page {
   enum class State : uint8_t { kInvalid, kRead, kWrite };
 

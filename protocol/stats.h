@@ -44,8 +44,8 @@ struct NodeStats {
   uint64_t protections = 0;     // Host::Protect calls (each a run of pages)
   uint64_t untracked_pages = 0;  // home pages first touched with no other holder
   uint64_t tracked_pages = 0;    // ... of which another node fetched one later
-  uint64_t untracked_again = 0;  // rf and up: tracked home pages left with no copy elsewhere
-  uint64_t marks_dropped = 0;    // rf and up: copies gone from here, their marks given back
+  uint64_t untracked_again = 0;  // tracked home pages left with no copy elsewhere
+  uint64_t marks_dropped = 0;    // copies gone from here, their marks given back
   uint64_t remote_reads = 0;    // rf: fetches done as Host::ReadPage
   uint64_t direct_diffs = 0;    // dd: diffs done as Host::WriteDiff
   uint64_t notices_deposited = 0;  // dw: own notices deposited at the peers
