@@ -398,6 +398,13 @@ namespace svm::rt {
 
 namespace {
 thread_local LockId t_last_released = 0;  // by this thread: LookForRequests
+
+// The runtime's own locks (pinned: a thread's birth and death) are part of
+// starting and joining threads, and their waits are the joiner's; the
+// program's locks are lock time.
+stats::Category TimeOf(LockId l) {
+  return IsPinnedLock(l) ? stats::Category::kThreads : stats::Category::kLockProtocol;
+}
 }  // namespace
 
 // A thread that re-takes the lock it just released, whose token came from
@@ -419,7 +426,7 @@ void Runtime::LookForRequests(std::unique_lock<std::mutex>& lock, LockId l) {
 
 void Runtime::Acquire(LockId l) {
   RuntimeScope scope;
-  stats::Scope timing(stats::Category::kLockProtocol);
+  stats::Scope timing(TimeOf(l));
   if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
   HeedNudge();
   std::unique_lock<std::mutex> lock(mu_);
@@ -436,7 +443,7 @@ void Runtime::Acquire(LockId l) {
 // forgets the request, and a token that comes later stays idle here.
 bool Runtime::AcquireUntil(LockId l, int64_t deadline_ns) {
   RuntimeScope scope;
-  stats::Scope timing(stats::Category::kLockProtocol);
+  stats::Scope timing(TimeOf(l));
   if (stats::ThreadStats* st = stats::Current()) st->Count(stats::Counter::kAcquires);
   std::unique_lock<std::mutex> lock(mu_);
   LookForRequests(lock, l);
@@ -463,7 +470,7 @@ int64_t Runtime::MonotonicNs() { return NowNs(); }
 
 bool Runtime::Release(LockId l) {
   RuntimeScope scope;
-  stats::Scope timing(stats::Category::kLockProtocol);
+  stats::Scope timing(TimeOf(l));
   HeedNudge();
   std::lock_guard<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();

@@ -248,7 +248,9 @@ void ThreadStats::Leave(Category prev) {
 void ThreadStats::Move(Category from, Category to, uint64_t n) {
   auto& a = ns[size_t(from)];
   auto& b = ns[size_t(to)];
-  const uint64_t have = a.load(std::memory_order_relaxed), m = std::min(have, n);
+  const uint64_t have = a.load(std::memory_order_relaxed);
+  const uint64_t floor = floor_ns[size_t(from)];
+  const uint64_t m = have > floor ? std::min(have - floor, n) : 0;
   a.store(have - m, std::memory_order_relaxed);
   b.store(b.load(std::memory_order_relaxed) + m, std::memory_order_relaxed);
 }
@@ -324,7 +326,7 @@ void PhaseBegin(const char* name) {
   if (!p) return;
   if (p->depth++ > 0) return;
   t->Flush(NowNs());
-  for (size_t i = 0; i < kCategoryCount; ++i) p->begin_ns[i] = Get(t->ns[i]);
+  for (size_t i = 0; i < kCategoryCount; ++i) p->begin_ns[i] = t->floor_ns[i] = Get(t->ns[i]);
   for (size_t i = 0; i < kCounterCount; ++i) p->begin_counters[i] = Get(t->counters[i]);
 }
 
@@ -336,7 +338,10 @@ void PhaseEnd(const char* name) {
   PhaseRecord* p = FindPhase(t, key, false);
   if (!p || p->depth == 0 || --p->depth > 0) return;
   t->Flush(NowNs());
-  for (size_t i = 0; i < kCategoryCount; ++i) Add(p->ns[i], Get(t->ns[i]) - p->begin_ns[i]);
+  for (size_t i = 0; i < kCategoryCount; ++i) {
+    t->floor_ns[i] = Get(t->ns[i]);
+    Add(p->ns[i], t->floor_ns[i] - p->begin_ns[i]);
+  }
   for (size_t i = 0; i < kCounterCount; ++i)
     Add(p->counters[i], Get(t->counters[i]) - p->begin_counters[i]);
   Add(p->count, 1);

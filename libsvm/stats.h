@@ -37,11 +37,12 @@ enum class Category : uint8_t {
   kCompute,
   kDataProtocol,     // in a fault, not blocked
   kDataWait,         // in a fault, blocked (the page's reply, another thread's fetch)
-  kLockProtocol,     // acquire and release, not blocked
+  kLockProtocol,     // acquire and release of the program's locks, not blocked
   kLockWait,         // blocked for a lock, or polling a condition / semaphore
   kBarrierProtocol,
   kBarrierWait,
-  kThreads,          // thread create and join (the joiner's wait included)
+  kThreads,          // thread create and join (the joiner's wait included), with
+                     // the runtime's birth and death locks
   kTwin,
   kDiff,
   kProtect,          // protection changes (Host::Protect)
@@ -88,13 +89,17 @@ struct ThreadStats {
   std::atomic<uint64_t> counters[kCounterCount] = {};
   std::atomic<uint32_t> phases_used{0};
   PhaseRecord phases[kMaxPhases];
+  // Owner thread only: ns at the last phase boundary. Move takes nothing
+  // from below it, so no phase loses more than it was charged.
+  uint64_t floor_ns[kCategoryCount] = {};
 
   // Owner thread only. Charges the time since the last switch to cur.
   void Flush(int64_t now);
   // Switches to c; returns the category left.
   Category Enter(Category c);
   void Leave(Category prev);
-  // Moves up to n ns already charged to `from` over to `to`.
+  // Moves up to n ns already charged to `from` since the last phase boundary
+  // over to `to`.
   void Move(Category from, Category to, uint64_t n);
   void Count(Counter c, uint64_t n = 1) {
     auto& a = counters[size_t(c)];

@@ -47,6 +47,12 @@ for t in app + handlers:
     check("n%d.%s%d: within the job" % (t["node"], t["kind"], t["thread"]),
           el <= stats["elapsed_ns"], "%d > %d" % (el, stats["elapsed_ns"]))
 workers = [t for t in app if t["thread"] != 0]
+# main only creates and joins (the runtime's birth and death locks, remote
+# for the workers of node 1): that is thread time, not lock time.
+main = [t for t in app if t["thread"] == 0][0]
+check("main: create/join charged to threads, no lock time",
+      main["time_ns"].get("threads", 0) > 0 and
+      main["time_ns"].get("lock_protocol", 0) + main["time_ns"].get("lock_wait", 0) == 0, str(main["time_ns"]))
 check("workers counted their barriers",
       all(t["counters"]["barriers"] == 40 for t in workers), str([t["counters"] for t in workers]))
 check("workers spent time at barriers",
