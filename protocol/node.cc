@@ -33,6 +33,7 @@ Node::Node(const NodeConfig& config, Host* host)
       applied_(config.geometry.nodes),
       views_(config.threads, VectorTime(config.geometry.nodes)),
       sweep_next_(config.threads, 0),
+      sweep_start_(config.threads, kNoPage),
       strides_(config.threads),
       blocked_on_(config.threads, kNoPage),
       write_sweeps_(config.threads),

@@ -336,8 +336,11 @@ class Node {
   // home's marks of `pages` go back: a MarksDropped, or from rf on
   // Host::DropMarks.
   void GiveMarksBack(NodeId home, std::span<const PageId> pages);
-  // Pages to fetch from p on: 1, or a run after a sequential fault.
-  uint32_t RunFrom(ThreadId t, PageId p, const Page& pg);
+  // Pages to fetch from p on: 1, or a run after a sequential fault, or as
+  // many as the last sweep that began at p read.
+  uint32_t RunFrom(ThreadId t, PageId p, Page& pg);
+  // t's sweep has read p: the page it began at remembers how far.
+  void SweepReached(ThreadId t, PageId p);
   // After a fault that fetches p alone: if t's faults keep a stride, the
   // pages further along it with p's home, in strided runs.
   void FetchStrided(ThreadId t, PageId p, const Page& pg);
@@ -466,6 +469,8 @@ class Node {
   // Per local thread: the page its sweep faults on next if it is one (the
   // end of its last fetch, or the page after the last page ahead it reached).
   std::vector<PageId> sweep_next_;
+  // Per local thread: the page its current sweep began at (kNoPage: none).
+  std::vector<PageId> sweep_start_;
   // Per local thread: its strided scan (a column of a row-major matrix):
   // the last page it fetched on a fault, the distance from the one before,
   // and the last page fetched (or passed) along that stride since.

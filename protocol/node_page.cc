@@ -544,7 +544,10 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
     pg.watched = false;
     stats_.ahead_used++;
     // The sweep reached the end of its run (a stride's goes on from its trail).
-    if (p != strides_[t].reach) sweep_next_[t] = p + 1;
+    if (p != strides_[t].reach) {
+      sweep_next_[t] = p + 1;
+      SweepReached(t, p);
+    }
   }
   if (a == Access::kWrite && pg.state == Page::State::kRead) {
     if (!pg.twin) MakeTwin(p, pg);  // scan_writes: made on arrival
@@ -558,15 +561,27 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
 // or reached ahead (a page before p that is merely valid here says nothing:
 // a strided scan finds the pages of an earlier pass there). Then the pages
 // after p with the same home that nobody here has asked for come along, up
-// to run_ pages.
-uint32_t Node::RunFrom(ThreadId t, PageId p, const Page& pg) {
+// to run_ pages. A fault that begins a sweep fetches as many as the last
+// sweep from p read, once: a row read again each interval (a Jacobi
+// boundary) comes in one fault, not one for its first page and one more
+// for the rest; if the run's last page goes unused, the next starts at one.
+uint32_t Node::RunFrom(ThreadId t, PageId p, Page& pg) {
   if (config_.max_run <= 1) return 1;
-  if (p == 0 || sweep_next_[t] != p) {
-    sweep_next_[t] = p + 1;
-    return 1;
+  uint32_t want;
+  if (p != 0 && sweep_next_[t] == p) {
+    SweepReached(t, p);
+    run_ = std::min(2 * run_, config_.max_run);
+    want = run_;
+  } else {
+    sweep_start_[t] = p;
+    want = std::min<uint32_t>(std::exchange(pg.sweep, 0), config_.max_run);
+    if (want <= 1) {
+      sweep_next_[t] = p + 1;
+      return 1;
+    }
+    strides_[t] = {p, 0, p};  // no stride: its run's last page is the sweep's
   }
-  run_ = std::min(2 * run_, config_.max_run);
-  const PageId end = std::min<PageId>({host_->FramesEnd(p), p + run_, config_.geometry.pages});
+  const PageId end = std::min<PageId>({host_->FramesEnd(p), p + want, config_.geometry.pages});
   uint32_t n = 1;
   for (PageId q = p + 1; q < end && KnownHome(q) == pg.home; ++q, ++n) {
     const Page* found = pages_.Find(q);
@@ -576,6 +591,13 @@ uint32_t Node::RunFrom(ThreadId t, PageId p, const Page& pg) {
   }
   sweep_next_[t] = p + n;
   return n;
+}
+
+void Node::SweepReached(ThreadId t, PageId p) {
+  const PageId start = sweep_start_[t];
+  if (start == kNoPage || p < start || p - start >= UINT8_MAX) return;
+  Page& s = PageEntry(start);
+  s.sweep = std::max(s.sweep, uint8_t(p - start + 1));
 }
 
 // A strided scan: thread t faults on a page a whole number of strides past

@@ -55,6 +55,8 @@ struct Node::Page {
   bool mark_due = false;   // in Node::marks_due_
   uint8_t unshared = 0;    // at the home, tracked: intervals in a row it closed
                            // written with no copy elsewhere (Node::CanUntrack)
+  uint8_t sweep = 0;       // away from the home: pages the last sweep that
+                           // began here read (Node::RunFrom), 0 if unknown
   uint32_t run = 0;        // pages the fetch out from here asked for,
   uint16_t stride = 1;     // this far apart
   Ahead strided = Ahead::kNo;  // the fetch out is one along a stride

@@ -371,6 +371,37 @@ TEST(NodeTest, RunsThatGoUnusedShrinkTheWindow) {
   EXPECT_LE(fetched.back(), 3u) << "the window stayed open";
 }
 
+// A row of another node's block read again each interval (a Jacobi
+// boundary: the last two pages of the block) comes in one fetch from the
+// second interval on, not one for its first page and one for the rest (its
+// last page, watched, still faults, locally); a sweep that stops short of
+// the remembered run forgets it.
+TEST(NodeTest, SweepReadAgainComesInOneFetch) {
+  Cluster c(2, 1, HomePolicy::kBlock, 8);  // node 1 is home of pages 8..15
+  auto interval = [&](int i, bool whole_row) {
+    c.Write(1, 0, 14, 0, uint8_t(i));
+    c.Write(1, 0, 15, 0, uint8_t(i + 100));
+    c.BarrierAll(2 * i, 1);
+    const uint64_t fetches = c.node(0).stats().fetches, pages = c.node(0).stats().pages_fetched;
+    EXPECT_EQ(c.Read(0, 0, 14, 0), i);
+    if (whole_row) {
+      EXPECT_EQ(c.Read(0, 0, 15, 0), i + 100);
+    }
+    c.BarrierAll(2 * i + 1, 1);
+    return std::pair{c.node(0).stats().fetches - fetches, c.node(0).stats().pages_fetched - pages};
+  };
+  using Fetched = std::pair<uint64_t, uint64_t>;  // fetches, pages
+  EXPECT_EQ(interval(1, true), Fetched(2, 2));  // 14, then 15
+  for (int i = 2; i <= 4; ++i) EXPECT_EQ(interval(i, true), Fetched(1, 2)) << i;
+  EXPECT_EQ(c.node(0).stats().ahead_used, 3u);
+  EXPECT_EQ(c.node(0).stats().ahead_unused, 0u);
+  EXPECT_EQ(interval(5, false), Fetched(1, 2));  // 15 unused, dropped by the next notice
+  EXPECT_EQ(interval(6, false), Fetched(1, 1)) << "fetched 15 again after it went unused";
+  EXPECT_EQ(c.node(0).stats().ahead_unused, 1u);
+  EXPECT_EQ(interval(7, true), Fetched(2, 2));  // and learns it again
+  EXPECT_EQ(interval(8, true), Fetched(1, 2));
+}
+
 // A fault that blocks is asked again once its reply is in: it counts once.
 TEST(NodeTest, ABlockedFaultCountsOnce) {
   Cluster c(2, 1);  // page 1 is homed on node 1 (cyclic)
