@@ -120,7 +120,7 @@ Status Node::Receive(NodeId from, std::span<const uint8_t> bytes) {
 // diffing: only now, when another node may come to need the writes), and
 // records the pages written as a write notice of the new interval (dw:
 // deposited at every other node as well).
-void Node::CloseInterval(Diffs diffs) {
+void Node::CloseInterval() {
   TrackMarked();
   FindWrites();
   if (dirty_.empty()) return;
@@ -175,11 +175,15 @@ void Node::CloseInterval(Diffs diffs) {
     // A fetch already on its way may be answered before this diff lands;
     // demanding our own interval makes such a reply stale.
     pg.need[self] = interval;
-    diffs_out_.emplace_back(pg.home, std::move(d));
+    if (DiffsDirectly(config_.mode)) {
+      stats_.direct_diffs++;
+      host_->WriteDiff(pg.home, p, interval, d.runs);
+    } else {
+      Send(pg.home, d);
+    }
     notice.pages.push_back(p);
   }
   dirty_.clear();
-  if (diffs == Diffs::kNow) SendDiffs();
   if (DepositsNotices(config_.mode) && nodes() > 1) {
     stats_.notices_deposited++;
     host_->DepositNotice(notice);
@@ -189,21 +193,6 @@ void Node::CloseInterval(Diffs diffs) {
   (void)st;
   applied_[self] = interval;
   stats_.intervals++;
-}
-
-// Who reads a page these diffs change waits for them by its version (a
-// fetch at the home, a READ that comes too old, a home's own fault), so
-// they may trail the notice and the grant that name them.
-void Node::SendDiffs() {
-  for (auto& [home, d] : diffs_out_) {
-    if (DiffsDirectly(config_.mode)) {
-      stats_.direct_diffs++;
-      host_->WriteDiff(home, d.page, d.interval, d.runs);
-    } else {
-      Send(home, d);
-    }
-  }
-  diffs_out_.clear();
 }
 
 // Thread t's view advances to cover v. Notices in v that no local thread had

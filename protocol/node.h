@@ -428,11 +428,7 @@ class Node {
   void FinishRelease(BarrierRelease& m);
 
   // Intervals and views (node.cc).
-  // Ends the open interval: its write notice, and the diffs of the copies
-  // written, sent (or, with `diffs_later`, kept for SendDiffs).
-  enum class Diffs : bool { kNow, kLater };
-  void CloseInterval(Diffs diffs = Diffs::kNow);
-  void SendDiffs();
+  void CloseInterval();
   void ApplyView(ThreadId t, const VectorTime& v);
   // Checks that notices extend the bins without a gap and, with must_cover,
   // that the bins would then cover that vector.
@@ -463,8 +459,6 @@ class Node {
   std::vector<VectorTime> views_;      // per local thread
   PageTable<Page> pages_;
   std::vector<PageId> dirty_;          // pages written in the open interval
-  // Diffs made by a CloseInterval(kLater), with their homes: SendDiffs.
-  std::vector<std::pair<NodeId, DiffMessage>> diffs_out_;
   std::vector<PageId> untracked_;      // home pages only this node holds
   // Copies dropped whose marks go back to their homes (DropMark), and
   // GiveBackMarks' scratch (storage kept).

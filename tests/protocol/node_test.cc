@@ -172,16 +172,6 @@ class Cluster {
       it = queue_.begin();
     }
   }
-  // The messages not delivered yet, in send order: (to, type).
-  std::vector<std::pair<NodeId, MessageType>> Queued() const {
-    std::vector<std::pair<NodeId, MessageType>> out;
-    for (const InFlight& m : queue_) {
-      wire::Header h;
-      EXPECT_TRUE(wire::DecodeHeader(m.bytes, &h).ok());
-      out.push_back({m.to, h.type});
-    }
-    return out;
-  }
   void Hold(NodeId from, NodeId to) { held_.insert({from, to}); }
   void Unhold(NodeId from, NodeId to) { held_.erase({from, to}); }
   Node& node(NodeId n) { return *nodes_[n]; }
@@ -537,29 +527,6 @@ TEST(NodeTest, ScanWritesHomePageUnmappedForDiffsCountsAsWritten) {
   EXPECT_EQ(c.Read(2, 0, 0, 200), 5);  // node 2's copy predated the home's write
   EXPECT_EQ(c.Read(2, 0, 0, 300), 6);
   c.node(2).Release(0, l);
-}
-
-// A grant to another node leaves before the releaser's diffs (off the
-// acquirer's path): the acquirer's fetch of a page they change waits at its
-// home until the diff is there.
-TEST(NodeTest, GrantLeavesBeforeTheReleasersDiffs) {
-  Cluster c(3, 1);  // cyclic homes: page 2 on node 2
-  const LockId l = PinnedLock(0, 7);
-  c.Complete([&] { return c.node(0).Acquire(0, l); });
-  c.Write(0, 0, 2, 10, 42);
-  ASSERT_EQ(c.node(1).Acquire(0, l), Outcome::kBlocked);
-  c.Drain();  // the request waits at node 0, the holder
-  c.node(0).Release(0, l);
-  using Sent = std::vector<std::pair<NodeId, MessageType>>;
-  EXPECT_EQ(c.Queued(), (Sent{{1, MessageType::kLockGrant}, {2, MessageType::kDiff}}));
-  c.Hold(0, 2);
-  c.Complete([&] { return c.node(1).Acquire(0, l); });
-  ASSERT_EQ(c.node(1).Fault(0, 2, Access::kRead), Outcome::kBlocked);
-  c.Drain();
-  EXPECT_EQ(c.node(1).Fault(0, 2, Access::kRead), Outcome::kBlocked) << "served before the diff";
-  c.Unhold(0, 2);
-  EXPECT_EQ(c.Read(1, 0, 2, 10), 42);
-  c.node(1).Release(0, l);
 }
 
 // The home serves a run's pages ahead as they are: one older than the
