@@ -214,6 +214,9 @@ void Runtime::Finish(ThreadRecord* r, void* value) {
 }
 
 int Runtime::RealThread(uint64_t h, pthread_t* out) {
+  // Called from the program's pthread_*_np calls: mu_ is glibc's mutex here,
+  // never a program lock (the DSM's, which would not exclude the runtime).
+  RuntimeScope scope;
   if (HandleNode(h) >= opts_.nodes) return ESRCH;
   if (HandleNode(h) != self()) return ENOTSUP;
   if (h == MakeHandle(0, 0)) {
