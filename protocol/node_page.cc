@@ -563,7 +563,7 @@ Outcome Node::RemoteFault(ThreadId t, PageId p, Page& pg, Access a) {
 // after p with the same home that nobody here has asked for come along, up
 // to run_ pages. A fault that begins a sweep fetches as many as the last
 // sweep from p read, once: a row read again each interval (a Jacobi
-// boundary) comes in one fault, not one for its first page and one more
+// boundary) comes in one fetch, not one for its first page and one more
 // for the rest; if the run's last page goes unused, the next starts at one.
 uint32_t Node::RunFrom(ThreadId t, PageId p, Page& pg) {
   if (config_.max_run <= 1) return 1;
