@@ -1,6 +1,7 @@
 #include "libsvm/options.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -234,7 +235,8 @@ constexpr Row kTable[] = {
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->host_nodes, 0, UINT32_MAX); }},
     {"SVM_HOST_CPUS", "CPUs the job's nodes on this host share (svmrun and svmd set it)",
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->host_cpus, 0, UINT32_MAX); }},
-    {"SVM_SPIN", "waiting threads spin before they sleep: auto (unless the host has more single-thread nodes than CPUs), on, off",
+    {"SVM_SPIN", "waiting threads spin before they sleep: auto (unless the host has more single-thread nodes than CPUs, or "
+     "such a node is pinned to fewer than 3 CPUs), on, off",
      [](const char* k, std::string_view v, Options* o) {
        return OneOf(k, v, &o->spin, {{{"auto", SpinPolicy::kAuto}, {"on", SpinPolicy::kOn}, {"off", SpinPolicy::kOff}}});
      }},
@@ -262,36 +264,61 @@ Status ReadOptions(Options* out) {
 namespace {
 // The nodes and CPUs of this host, as far as the options say.
 uint32_t HostNodes(const Options& o) { return o.host_nodes != 0 ? o.host_nodes : o.transport == "shm" ? o.nodes : 1; }
-uint32_t HostCpus(const Options& o, uint32_t online_cpus) { return o.host_cpus != 0 ? o.host_cpus : online_cpus; }
+uint32_t HostCpus(const Options& o, Cpus c) { return o.host_cpus != 0 ? o.host_cpus : c.online; }
 
 // Whether each of this host's nodes can have a CPU of its own.
-bool NodesFitCpus(const Options& o, uint32_t online_cpus) {
-  const uint32_t cpus = HostCpus(o, online_cpus);
+bool NodesFitCpus(const Options& o, Cpus c) {
+  const uint32_t cpus = HostCpus(o, c);
   return cpus == 0 || HostNodes(o) <= cpus;
+}
+
+// Threads of a node that spin besides its program's: the handler and the
+// NIC thread.
+constexpr uint32_t kServiceThreads = 2;
+
+// A node of one thread confined to fewer CPUs than the threads that spin
+// in it: each spin takes the CPU of the thread it waits for. 8 such nodes
+// pinned to 2 CPUs each of 16 (medians of 3, not spinning against
+// spinning): fft -S seed 214 against 406 ms, radix -S seed 381 against
+// 696 ms, but an empty barrier 77 against 40 us; 2 nodes pinned to 1 CPU
+// each of 2: a strict lock hand-off 70 against 106 us, fft -m20 and
+// Jacobi alike, a barrier 31 against 7.5 us. Nodes with 4 or 8 CPUs each
+// gain from spinning (lock pairs 4 x 1 on 16 CPUs: 0.67 against 0.74 s).
+bool Cramped(const Options& o, Cpus c) {
+  return o.threads_per_node == 1 && c.allowed != 0 && c.allowed < c.online &&
+         c.allowed < o.threads_per_node + kServiceThreads;
 }
 }  // namespace
 
-uint32_t NodeCpus(const Options& o, uint32_t online_cpus) {
-  uint32_t n = std::max<uint32_t>(1, HostCpus(o, online_cpus) / std::max<uint32_t>(1, HostNodes(o)));
+Cpus CpusHere() {
+  Cpus c;
+  c.online = uint32_t(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN)));
   cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) n = std::min<uint32_t>(n, uint32_t(CPU_COUNT(&mask)));
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) c.allowed = uint32_t(CPU_COUNT(&mask));
+  return c;
+}
+
+uint32_t NodeCpus(const Options& o, Cpus c) {
+  uint32_t n = std::max<uint32_t>(1, HostCpus(o, c) / std::max<uint32_t>(1, HostNodes(o)));
+  if (c.allowed != 0) n = std::min(n, c.allowed);
   return std::max<uint32_t>(1, n);
 }
 
-bool ShouldSpin(const Options& o, uint32_t online_cpus) {
+bool ShouldSpin(const Options& o, Cpus c) {
   if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
+  if (Cramped(o, c)) return false;
   // Nodes of several threads still spin: a thread waiting for a sibling
   // (a local lock hand-off) is better served by a spin that yields to it
   // (10^5 lock pairs 4 x 2 on 2 CPUs: 2.4-3.0 s spinning, 3.6-3.9 s not).
-  return NodesFitCpus(o, online_cpus) || o.threads_per_node > 1;
+  return NodesFitCpus(o, c) || o.threads_per_node > 1;
 }
 
 // Longer spins pay where a node has its CPU (a 2-node hand-off: 80-107 ->
 // 33-44 us) but hold the CPU of the thread waited for where nodes share
 // CPUs (10^5 lock pairs 4 x 2 on 2 CPUs: 3.2 -> 4.7 s).
-bool ShouldSpinLong(const Options& o, uint32_t online_cpus) {
+bool ShouldSpinLong(const Options& o, Cpus c) {
   if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
-  return NodesFitCpus(o, online_cpus);
+  return NodesFitCpus(o, c) && !Cramped(o, c);
 }
 
 std::string DescribeEnvironment() {

@@ -21,8 +21,9 @@ enum class Placement : uint8_t { kBlock, kCyclic };
 // kernel allow them.
 enum class WriteDetection : uint8_t { kAuto, kScan, kFault };
 // Whether a waiting thread spins before it sleeps (SVM_SPIN). kAuto: unless
-// this host runs more of the job's nodes than it has CPUs, where a spinner
-// takes the CPU from the node it waits for.
+// this host runs more of the job's nodes than it has CPUs, or a node is
+// pinned to fewer CPUs than it has threads that spin, where a spinner
+// takes the CPU from the thread it waits for (ShouldSpin).
 enum class SpinPolicy : uint8_t { kAuto, kOn, kOff };
 
 struct Options {
@@ -62,18 +63,29 @@ struct Options {
 // Parses the environment. An error names the variable and the valid values.
 Status ReadOptions(Options* out);
 
+// The CPUs a node sees: those online on the host, and those of its
+// affinity mask (a share of them under svmrun --pin). 0: unknown.
+struct Cpus {
+  uint32_t online = 0;
+  uint32_t allowed = 0;
+};
+// This process's view (sysconf, sched_getaffinity).
+Cpus CpusHere();
+
 // Whether waiting threads should spin before they sleep: o's SVM_SPIN, and
 // for auto, whether the host has a CPU for each of its nodes or the nodes
-// run several threads each. Unknown
-// counts (0) count as enough CPUs, except that every node of an shm job
-// runs on this host and SVM_HOST_CPUS missing means sysconf's count.
-bool ShouldSpin(const Options& o, uint32_t online_cpus);
+// run several threads each, unless a node of one thread is confined to
+// fewer CPUs than the threads that spin in it (the program's, the
+// handler's and the NIC's). Unknown counts (0) count as enough CPUs,
+// except that every node of an shm job runs on this host and
+// SVM_HOST_CPUS missing means the online count.
+bool ShouldSpin(const Options& o, Cpus cpus);
 // Whether waits for other threads may spin longer than kWaitSpinNs when
 // recent waits were short (Runtime::SpinThenSleep's adaptive budget).
-bool ShouldSpinLong(const Options& o, uint32_t online_cpus);
+bool ShouldSpinLong(const Options& o, Cpus cpus);
 // How many CPUs this node's threads may use: those of its affinity mask
 // (svmrun --pin), at most its share of the host's CPUs, at least 1.
-uint32_t NodeCpus(const Options& o, uint32_t online_cpus);
+uint32_t NodeCpus(const Options& o, Cpus cpus);
 
 // One line per variable (value as set, or "(default)"), for SVM_VERBOSE.
 std::string DescribeEnvironment();

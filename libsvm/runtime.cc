@@ -90,7 +90,7 @@ void Runtime::StartOrDie() {
 Status Runtime::Start() {
   if (Status st = ReadOptions(&opts_); !st.ok()) return st;
   InitLogging(opts_.log_level, opts_.node);
-  const auto cpus = uint32_t(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const Cpus cpus = CpusHere();
   spin_ = ShouldSpin(opts_, cpus);
   spin_long_ = ShouldSpinLong(opts_, cpus);
   cpus_here_ = int(NodeCpus(opts_, cpus));

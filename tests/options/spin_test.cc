@@ -1,0 +1,82 @@
+// The spin policy (SVM_SPIN, libsvm/options.h): when waiting threads spin.
+#include <gtest/gtest.h>
+
+#include "libsvm/options.h"
+
+namespace svm::rt {
+namespace {
+
+Options Job(uint32_t nodes, uint32_t threads, uint32_t host_cpus) {
+  Options o;
+  o.nodes = nodes;
+  o.threads_per_node = threads;
+  o.transport = "shm";
+  o.host_nodes = nodes;
+  o.host_cpus = host_cpus;
+  return o;
+}
+
+// Unpinned, a node may run on every CPU of the host.
+Cpus Unpinned(uint32_t online) { return {online, online}; }
+
+TEST(SpinPolicy, NodesThatFitTheHostSpin) {
+  EXPECT_TRUE(ShouldSpin(Job(2, 1, 16), Unpinned(16)));
+  EXPECT_TRUE(ShouldSpinLong(Job(2, 1, 16), Unpinned(16)));
+  EXPECT_TRUE(ShouldSpin(Job(8, 1, 16), Unpinned(16)));
+}
+
+TEST(SpinPolicy, MoreSingleThreadNodesThanCpusSleepAtOnce) {
+  EXPECT_FALSE(ShouldSpin(Job(4, 1, 2), Unpinned(2)));
+  EXPECT_FALSE(ShouldSpinLong(Job(4, 1, 2), Unpinned(2)));
+}
+
+TEST(SpinPolicy, NodesOfSeveralThreadsSpinButNotLong) {
+  EXPECT_TRUE(ShouldSpin(Job(4, 2, 2), Unpinned(2)));
+  EXPECT_FALSE(ShouldSpinLong(Job(4, 2, 2), Unpinned(2)));
+}
+
+// svmrun --pin node: 8 nodes of one thread on 16 CPUs get 2 each, fewer
+// than the program thread, the handler and the NIC thread that would spin.
+TEST(SpinPolicy, SingleThreadNodePinnedToFewerCpusThanItsSpinnersSleeps) {
+  EXPECT_FALSE(ShouldSpin(Job(8, 1, 16), {16, 2}));
+  EXPECT_FALSE(ShouldSpinLong(Job(8, 1, 16), {16, 2}));
+  EXPECT_FALSE(ShouldSpin(Job(2, 1, 2), {2, 1}));
+}
+
+TEST(SpinPolicy, PinnedNodeWithRoomForItsSpinnersSpins) {
+  EXPECT_TRUE(ShouldSpin(Job(4, 1, 16), {16, 4}));
+  EXPECT_TRUE(ShouldSpinLong(Job(4, 1, 16), {16, 4}));
+  EXPECT_TRUE(ShouldSpin(Job(2, 1, 16), {16, 8}));
+  EXPECT_TRUE(ShouldSpin(Job(5, 1, 16), {16, 3}));
+}
+
+// Nodes of several threads keep spinning when pinned: their threads hand
+// locks to each other (lock pairs 4 x 2 measured faster spinning).
+TEST(SpinPolicy, PinnedNodeOfSeveralThreadsStillSpins) {
+  EXPECT_TRUE(ShouldSpin(Job(8, 2, 16), {16, 2}));
+}
+
+// A one-CPU machine is not pinning: every thread shares the one CPU anyway.
+TEST(SpinPolicy, AffinityOfEveryCpuIsNotPinning) {
+  EXPECT_TRUE(ShouldSpin(Job(1, 1, 1), Unpinned(1)));
+  EXPECT_TRUE(ShouldSpin(Job(2, 1, 2), Unpinned(2)));
+  EXPECT_TRUE(ShouldSpin(Job(2, 1, 2), {2, 0}));  // mask unknown
+}
+
+TEST(SpinPolicy, ExplicitSettingWins) {
+  Options on = Job(8, 1, 16), off = Job(2, 1, 16);
+  on.spin = SpinPolicy::kOn;
+  off.spin = SpinPolicy::kOff;
+  EXPECT_TRUE(ShouldSpin(on, {16, 2}));
+  EXPECT_TRUE(ShouldSpinLong(on, {16, 2}));
+  EXPECT_FALSE(ShouldSpin(off, Unpinned(16)));
+}
+
+TEST(NodeCpus, AffinityCapsTheShare) {
+  EXPECT_EQ(NodeCpus(Job(8, 1, 16), Unpinned(16)), 2u);
+  EXPECT_EQ(NodeCpus(Job(2, 1, 16), {16, 3}), 3u);
+  EXPECT_EQ(NodeCpus(Job(4, 1, 2), Unpinned(2)), 1u);
+}
+
+}  // namespace
+}  // namespace svm::rt
