@@ -323,11 +323,8 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
   op->buf.assign(runs.begin(), runs.end());
   const auto [region, offset] = FrameAt(p);
   const uint64_t page = Frame(p).size();
-  std::vector<nic::WorkRequest>& wrs = diff_wrs_;
-  wrs.clear();
-  // One request made, then copied with each run's place and bytes.
-  nic::Sge run{};
-  nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run, 1});
+  std::vector<nic::WriteRun>& stores = diff_runs_;
+  stores.clear();
   for (size_t at = 0; at < op->buf.size();) {
     if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
     const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
@@ -335,10 +332,23 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
     at += diff::kRunHeaderBytes;
     if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
       Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
-    write.offset = offset + off;
-    write.sge[0] = {op->buf.data() + at, len};
-    wrs.push_back(write);
+    stores.push_back({offset + off, op->buf.data() + at, len});
     at += len;
+  }
+  std::vector<nic::WorkRequest>& wrs = diff_wrs_;
+  wrs.clear();
+  // Where this node reaches the home's memory (shm) the runs are stored at
+  // once; elsewhere a WRITE each, made from one request.
+  if (Status st = nic_->StoreRuns(home, region, stores); st.code() == Status::Code::kUnsupported) {
+    nic::Sge run{};
+    nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run, 1});
+    for (const nic::WriteRun& r : stores) {
+      write.offset = r.offset;
+      write.sge[0] = {const_cast<void*>(r.addr), r.length};
+      wrs.push_back(write);
+    }
+  } else if (!st.ok()) {
+    NetworkFailed(fmt::format("diff of page {} to node {}: {}", p, home, st.ToString()));
   }
   // Then the version: whoever reads it after the page sees these runs.
   const nic::Sge version{&op->interval, sizeof(IntervalId)};

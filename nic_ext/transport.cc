@@ -101,6 +101,10 @@ WorkRequest WorkRequest::Unlock(NodeId peer, LockNo lock, uint64_t wr_id) {
   return wr;
 }
 
+Status Nic::StoreRuns(NodeId, RegionId, std::span<const WriteRun>) {
+  return Status::Unsupported("StoreRuns: the initiator cannot reach the target's memory");
+}
+
 Status Nic::Validate(const WorkRequest& wr) const {
   if (!IsValid(wr.op)) return Status::InvalidArgument("unknown opcode");
   if (wr.peer >= num_nodes_) {

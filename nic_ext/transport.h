@@ -85,6 +85,13 @@ struct Sge {
   uint32_t length = 0;
 };
 
+// One run of StoreRuns: length bytes from addr to offset in the region.
+struct WriteRun {
+  uint64_t offset = 0;
+  const void* addr = nullptr;
+  uint32_t length = 0;
+};
+
 struct WorkRequest {
   uint64_t wr_id = 0;  // returned in the completion
   Opcode op = Opcode::kSend;
@@ -159,6 +166,15 @@ class Nic {
   // them. Either all are accepted or none (an InvalidArgument or OutOfRange
   // Status names the first bad one). REQUIRES: Connect succeeded.
   virtual Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) = 0;
+
+  // A scatter of small WRITEs into one region of one peer, stored before
+  // this returns, with no work request each: a direct diff (dd, nil) has one
+  // run of changed bytes per 3-4 bytes of radix's keys. Backends whose
+  // initiator reaches the target's memory (shm) do it; the others return
+  // Unsupported and the caller posts a WRITE per run. Either every run is
+  // stored or none: InvalidArgument names a run outside the region (or a
+  // bad peer), Closed a peer that is gone. REQUIRES: Connect succeeded.
+  virtual Status StoreRuns(NodeId peer, RegionId region, std::span<const WriteRun> runs);
 
   // SEND messages from peers (and from this node to itself), FIFO per sender.
   RecvQueue& recv_queue() { return recv_queue_; }

@@ -128,6 +128,39 @@ TEST(ShmNic, OneSidedOperationsNeedNoThreadOfTheTarget) {
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Read(1, kRegion, 8, {&s, 1})).status, WcStatus::kFlushed);
 }
 
+// StoreRuns (a direct diff's runs) lands each run at its offset in the
+// peer's region and leaves the bytes between runs alone: another node may
+// have written them. A run outside the region refuses the whole call.
+TEST(ShmNic, StoreRunsScattersWithoutTouchingTheGaps) {
+  Cluster c(Backend::kShm, 2);
+  auto* target = reinterpret_cast<uint8_t*>(c.mem[1].data());
+  std::memset(target, 0x77, 64);
+  const uint8_t a[] = {1, 2, 3}, b[] = {9}, d[] = {5, 6};
+  const WriteRun runs[] = {{4, a, 3}, {10, b, 1}, {12, d, 2}};
+  ASSERT_TRUE(c.nics[0]->StoreRuns(1, kRegion, runs).ok());
+  const uint8_t want[16] = {0x77, 0x77, 0x77, 0x77, 1, 2, 3, 0x77, 0x77, 0x77, 9, 0x77, 5, 6, 0x77, 0x77};
+  EXPECT_EQ(std::memcmp(target, want, sizeof want), 0);
+
+  const uint8_t z[] = {0};
+  const WriteRun past[] = {{20, z, 1}, {c.mem[1].size() * 8, z, 1}};
+  const Status st = c.nics[0]->StoreRuns(1, kRegion, past);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_EQ(target[20], 0x77) << "a refused call stored a run";
+  EXPECT_EQ(c.nics[0]->StoreRuns(1, kRegion + 1, {runs, 1}).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(c.nics[0]->StoreRuns(2, kRegion, {runs, 1}).code(), Status::Code::kInvalidArgument);
+}
+
+// The backends that cannot reach the target's memory say so, and the
+// runtime posts a WRITE per run instead.
+TEST(ShmNic, StoreRunsIsUnsupportedWhereTheTargetIsRemote) {
+  for (Backend b : {Backend::kTcp, Backend::kFake}) {
+    Cluster c(b, 2);
+    const uint8_t a[] = {1};
+    const WriteRun run{0, a, 1};
+    EXPECT_EQ(c.nics[0]->StoreRuns(1, kRegion, {&run, 1}).code(), Status::Code::kUnsupported) << ToString(b);
+  }
+}
+
 // Messages of up to kMaxMessage through 4 KiB rings, from three senders at
 // once: each arrives whole, in order per sender.
 TEST(ShmNic, MessagesLongerThanTheRingStreamThrough) {
