@@ -284,8 +284,10 @@ constexpr uint32_t kServiceThreads = 2;
 // each of 2: a strict lock hand-off 70 against 106 us, fft -m20 and
 // Jacobi alike, a barrier 31 against 7.5 us. Nodes with 4 or 8 CPUs each
 // gain from spinning (lock pairs 4 x 1 on 16 CPUs: 0.67 against 0.74 s).
+// Pinned: fewer CPUs in the node's mask than the job has on this host
+// (svmrun's own mask, SVM_HOST_CPUS): a container's cpuset alone is not.
 bool Cramped(const Options& o, Cpus c) {
-  return o.threads_per_node == 1 && c.allowed != 0 && c.allowed < c.online &&
+  return o.threads_per_node == 1 && c.allowed != 0 && c.allowed < HostCpus(o, c) &&
          c.allowed < o.threads_per_node + kServiceThreads;
 }
 }  // namespace

@@ -56,6 +56,14 @@ TEST(SpinPolicy, PinnedNodeOfSeveralThreadsStillSpins) {
   EXPECT_TRUE(ShouldSpin(Job(8, 2, 16), {16, 2}));
 }
 
+// A container limited to 2 CPUs of 16 (svmrun's mask, SVM_HOST_CPUS=2):
+// its nodes share those 2, as on a 2-CPU host; only a smaller mask pins.
+TEST(SpinPolicy, ContainerCpusetIsNotPinning) {
+  EXPECT_TRUE(ShouldSpin(Job(2, 1, 2), {16, 2}));
+  EXPECT_TRUE(ShouldSpinLong(Job(2, 1, 2), {16, 2}));
+  EXPECT_FALSE(ShouldSpin(Job(2, 1, 2), {16, 1}));
+}
+
 // A one-CPU machine is not pinning: every thread shares the one CPU anyway.
 TEST(SpinPolicy, AffinityOfEveryCpuIsNotPinning) {
   EXPECT_TRUE(ShouldSpin(Job(1, 1, 1), Unpinned(1)));
