@@ -315,6 +315,11 @@ void Runtime::ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead
 // An RDMA NIC's atomics (ofi, verbs) are atomic only among themselves.
 bool Runtime::LocalAtomicsMatchNic() const { return opts_.transport == "shm" || opts_.transport == "tcp"; }
 
+// The diff's encoding is the NIC's for WRITE_RUNS: where the NIC offers it
+// the runs travel as one request (one frame on tcp, copies on shm), else as
+// a WRITE each.
+static_assert(diff::kRunHeaderBytes == nic::kRunHeaderBytes);
+
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
   std::unique_ptr<OneSided> op = NewOp(uint8_t(OneSided::Kind::kWriteDiff));
   op->home = home;
@@ -322,33 +327,27 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
   op->interval = interval;
   op->buf.assign(runs.begin(), runs.end());
   const auto [region, offset] = FrameAt(p);
-  const uint64_t page = Frame(p).size();
-  std::vector<nic::WriteRun>& stores = diff_runs_;
-  stores.clear();
-  for (size_t at = 0; at < op->buf.size();) {
-    if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
-    const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
-    const uint32_t len = coding::DecodeFixed<uint32_t>(op->buf.data() + at + 4);
-    at += diff::kRunHeaderBytes;
-    if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
-      Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
-    stores.push_back({offset + off, op->buf.data() + at, len});
-    at += len;
-  }
   std::vector<nic::WorkRequest>& wrs = diff_wrs_;
   wrs.clear();
-  // Where this node reaches the home's memory (shm) the runs are stored at
-  // once; elsewhere a WRITE each, made from one request.
-  if (Status st = nic_->StoreRuns(home, region, stores); st.code() == Status::Code::kUnsupported) {
+  if (nic_->Supports(nic::Opcode::kWriteRuns)) {
+    const nic::Sge all{op->buf.data(), uint32_t(op->buf.size())};
+    wrs.push_back(nic::WorkRequest::WriteRuns(home, region, offset, {&all, 1}));
+  } else {
+    const uint64_t page = Frame(p).size();
     nic::Sge run{};
     nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run, 1});
-    for (const nic::WriteRun& r : stores) {
-      write.offset = r.offset;
-      write.sge[0] = {const_cast<void*>(r.addr), r.length};
+    for (size_t at = 0; at < op->buf.size();) {
+      if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
+      const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
+      const uint32_t len = coding::DecodeFixed<uint32_t>(op->buf.data() + at + 4);
+      at += diff::kRunHeaderBytes;
+      if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
+        Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
+      write.offset = offset + off;
+      write.sge[0] = {op->buf.data() + at, len};
       wrs.push_back(write);
+      at += len;
     }
-  } else if (!st.ok()) {
-    NetworkFailed(fmt::format("diff of page {} to node {}: {}", p, home, st.ToString()));
   }
   // Then the version: whoever reads it after the page sees these runs.
   const nic::Sge version{&op->interval, sizeof(IntervalId)};

@@ -419,11 +419,9 @@ class Runtime final : public Host {
   uint64_t next_wr_ = 1;     // GUARDED_BY(mu_)
   int batching_posts_ = 0;   // GUARDED_BY(mu_): PostBatch objects alive
   std::vector<nic::WorkRequest> batched_posts_;  // GUARDED_BY(mu_)
-  // WriteDiff's runs and requests, storage kept: a diff of radix's
-  // scattered keys has ~400-750 runs (a WRITE each where the NIC cannot
-  // store them directly, Nic::StoreRuns).
+  // WriteDiff's requests, storage kept: a diff of radix's scattered keys
+  // has ~400-750 runs (a WRITE each where the NIC has no WRITE_RUNS).
   std::vector<nic::WorkRequest> diff_wrs_;  // GUARDED_BY(mu_)
-  std::vector<nic::WriteRun> diff_runs_;    // GUARDED_BY(mu_)
   std::vector<nic::WorkRequest> mark_wrs_;  // GUARDED_BY(mu_)
   // SEND buffers until their completion, by slot (the wr_id); the storage
   // of completed ones is kept for later sends (SendBuffer). GUARDED_BY(mu_).

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 
 #include "nic_ext/transport.h"
 
@@ -34,11 +35,15 @@ class RegionTable {
     return reinterpret_cast<uint64_t*>(p);
   }
 
-  // Serves READ, WRITE, CAS or FAA against this table's memory on the
-  // calling thread (backends whose initiator can reach the target's memory:
-  // fake, shm). Fills c->status, c->byte_len and c->value.
-  // REQUIRES: wr.op is one of those four and wr passed Nic::Validate.
+  // Serves READ, WRITE, WRITE_RUNS, CAS or FAA against this table's memory
+  // on the calling thread (backends whose initiator can reach the target's
+  // memory: fake, shm). Fills c->status, c->byte_len and c->value.
+  // REQUIRES: wr.op is one of those five and wr passed Nic::Validate.
   void Serve(const WorkRequest& wr, Completion* c) const;
+
+  // Stores the encoded runs (Opcode::kWriteRuns) at `offset` + each run's
+  // offset in region `id`: all, or none with the status that refuses them.
+  WcStatus StoreRuns(RegionId id, uint64_t offset, std::span<const uint8_t> runs) const;
 
   const MemoryRegion* Get(RegionId id) const {
     return id < kMaxRegions && used_[id] ? &regions_[id] : nullptr;

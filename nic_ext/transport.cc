@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "nic_ext/region_table.h"
+#include "util/coding.h"
 
 namespace svm::nic {
 
@@ -18,11 +20,12 @@ const char* ToString(Opcode op) {
     case Opcode::kFaa: return "FAA";
     case Opcode::kLock: return "LOCK";
     case Opcode::kUnlock: return "UNLOCK";
+    case Opcode::kWriteRuns: return "WRITE_RUNS";
   }
   return "?";
 }
 
-bool IsValid(Opcode op) { return static_cast<uint8_t>(op) <= static_cast<uint8_t>(Opcode::kUnlock); }
+bool IsValid(Opcode op) { return static_cast<uint8_t>(op) <= static_cast<uint8_t>(Opcode::kWriteRuns); }
 
 const char* ToString(WcStatus s) {
   switch (s) {
@@ -67,6 +70,12 @@ WorkRequest WorkRequest::Write(NodeId peer, RegionId r, uint64_t off, std::span<
   wr.offset = off;
   return wr;
 }
+WorkRequest WorkRequest::WriteRuns(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> runs,
+                                   uint64_t wr_id) {
+  WorkRequest wr = Write(peer, r, off, runs, wr_id);
+  wr.op = Opcode::kWriteRuns;
+  return wr;
+}
 WorkRequest WorkRequest::Read(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> sges,
                               uint64_t wr_id) {
   WorkRequest wr = Write(peer, r, off, sges, wr_id);
@@ -101,12 +110,9 @@ WorkRequest WorkRequest::Unlock(NodeId peer, LockNo lock, uint64_t wr_id) {
   return wr;
 }
 
-Status Nic::StoreRuns(NodeId, RegionId, std::span<const WriteRun>) {
-  return Status::Unsupported("StoreRuns: the initiator cannot reach the target's memory");
-}
-
 Status Nic::Validate(const WorkRequest& wr) const {
   if (!IsValid(wr.op)) return Status::InvalidArgument("unknown opcode");
+  if (!Supports(wr.op)) return Status::InvalidArgument(fmt::format("{}: not offered by this NIC", ToString(wr.op)));
   if (wr.peer >= num_nodes_) {
     return Status::InvalidArgument(fmt::format("{}: peer {} of {} nodes", ToString(wr.op),
                                                wr.peer, num_nodes_));
@@ -126,6 +132,7 @@ Status Nic::Validate(const WorkRequest& wr) const {
       if (bytes > kMaxMessage) return Status::InvalidArgument("SEND larger than kMaxMessage");
       break;
     case Opcode::kWrite:
+    case Opcode::kWriteRuns:
     case Opcode::kRead:
       if (bytes > kMaxTransfer) {
         return Status::InvalidArgument(fmt::format("{} of {} bytes > kMaxTransfer",
@@ -163,6 +170,21 @@ void RegionTable::Serve(const WorkRequest& wr, Completion* c) const {
     return;
   }
   const uint64_t bytes = wr.Bytes();
+  if (wr.op == Opcode::kWriteRuns) {
+    if (wr.num_sge == 1) {
+      c->status = StoreRuns(wr.region, wr.offset, {static_cast<const uint8_t*>(wr.sge[0].addr), wr.sge[0].length});
+    } else {  // rare: the encoding gathered from pieces
+      std::vector<uint8_t> runs;
+      runs.reserve(bytes);
+      for (uint32_t i = 0; i < wr.num_sge; ++i) {
+        auto* p = static_cast<const uint8_t*>(wr.sge[i].addr);
+        if (wr.sge[i].length != 0) runs.insert(runs.end(), p, p + wr.sge[i].length);
+      }
+      c->status = StoreRuns(wr.region, wr.offset, runs);
+    }
+    if (c->status == WcStatus::kSuccess) c->byte_len = static_cast<uint32_t>(bytes);
+    return;
+  }
   uint8_t* remote = Find(wr.region, wr.offset, bytes);
   if (remote == nullptr) {
     c->status = WcStatus::kRemoteAccessError;
@@ -179,6 +201,29 @@ void RegionTable::Serve(const WorkRequest& wr, Completion* c) const {
     remote += s.length;
   }
   c->byte_len = static_cast<uint32_t>(bytes);
+}
+
+// Two passes, so that a bad run anywhere stores nothing.
+WcStatus RegionTable::StoreRuns(RegionId id, uint64_t offset, std::span<const uint8_t> runs) const {
+  const uint8_t* const end = runs.data() + runs.size();
+  WcStatus verdict = WcStatus::kSuccess;
+  for (const uint8_t* at = runs.data(); at != end;) {
+    if (size_t(end - at) < kRunHeaderBytes) return WcStatus::kRemoteInvalidRequest;
+    const uint32_t off = coding::DecodeFixed<uint32_t>(at);
+    const uint32_t len = coding::DecodeFixed<uint32_t>(at + 4);
+    at += kRunHeaderBytes;
+    if (len == 0 || size_t(end - at) < len) return WcStatus::kRemoteInvalidRequest;
+    if (offset > UINT64_MAX - off || Find(id, offset + off, len) == nullptr) verdict = WcStatus::kRemoteAccessError;
+    at += len;
+  }
+  if (verdict != WcStatus::kSuccess) return verdict;
+  for (const uint8_t* at = runs.data(); at != end;) {
+    const uint32_t off = coding::DecodeFixed<uint32_t>(at);
+    const uint32_t len = coding::DecodeFixed<uint32_t>(at + 4);
+    std::memcpy(Find(id, offset + off, len), at + kRunHeaderBytes, len);
+    at += kRunHeaderBytes + len;
+  }
+  return WcStatus::kSuccess;
 }
 
 Status RegionTable::Add(const MemoryRegion& r) {

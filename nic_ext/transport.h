@@ -3,9 +3,9 @@
 // A Nic is one node's network interface. It owns registered memory regions,
 // one reliable endpoint per peer (FIFO per ordered pair of nodes), a lock
 // table served by the NIC itself, and a receive queue for SEND messages.
-// Work requests name a peer; one-sided ones (WRITE, READ, CAS, FAA) name a
-// remote (region id, offset) and are served by the peer's NIC straight from
-// its registered memory, never by its protocol handler. Every remote access is
+// Work requests name a peer; one-sided ones (WRITE, WRITE_RUNS, READ, CAS,
+// FAA) name a remote (region id, offset) and are served by the peer's NIC
+// straight from its registered memory, never by its protocol handler. Every remote access is
 // checked against the target's regions; a bad one completes with an error at
 // the initiator.
 //
@@ -65,9 +65,17 @@ struct MemoryRegion {
   uint64_t fd_offset = 0;
 };
 
-enum class Opcode : uint8_t { kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock };
+// kWriteRuns: a scatter of runs into one region, its gather list the runs'
+// encoding, little-endian, `u32 offset | u32 length | length bytes` each,
+// offsets from the WR's offset and length >= 1 (protocol/diff.h's encoding:
+// a direct diff is one WR, not a WRITE per run). The target stores every run
+// or none: a run outside the region is kRemoteAccessError, a malformed
+// encoding kRemoteInvalidRequest. Only a NIC with software at the target has
+// it (Nic::Supports).
+enum class Opcode : uint8_t { kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock, kWriteRuns };
 const char* ToString(Opcode op);
 bool IsValid(Opcode op);
+inline constexpr size_t kRunHeaderBytes = 8;  // kWriteRuns: u32 offset | u32 length
 
 // Completion status (the verbs ibv_wc_status, reduced).
 enum class WcStatus : uint8_t {
@@ -82,13 +90,6 @@ const char* ToString(WcStatus s);
 // the fetched bytes are scattered over it in order.
 struct Sge {
   void* addr = nullptr;
-  uint32_t length = 0;
-};
-
-// One run of StoreRuns: length bytes from addr to offset in the region.
-struct WriteRun {
-  uint64_t offset = 0;
-  const void* addr = nullptr;
   uint32_t length = 0;
 };
 
@@ -109,6 +110,9 @@ struct WorkRequest {
   static WorkRequest Send(NodeId peer, std::span<const Sge> sges, uint64_t wr_id = 0);
   static WorkRequest Write(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> sges,
                            uint64_t wr_id = 0);
+  // `runs` holds the encoded runs (see kWriteRuns), offsets from `off`.
+  static WorkRequest WriteRuns(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> runs,
+                               uint64_t wr_id = 0);
   static WorkRequest Read(NodeId peer, RegionId r, uint64_t off, std::span<const Sge> sges,
                           uint64_t wr_id = 0);
   static WorkRequest Cas(NodeId peer, RegionId r, uint64_t off, uint64_t expected,
@@ -122,7 +126,8 @@ struct WorkRequest {
 // Completion order: per peer, completions of WRs posted to one CQ appear in
 // posting order, except LOCK, which completes when granted.
 //   SEND   completes once its bytes are copied out of the gather list;
-//   WRITE  once the target has stored them;  READ once the data is local;
+//   WRITE, WRITE_RUNS  once the target has stored them (`byte_len`: the
+//          gathered bytes);  READ once the data is local;
 //   CAS/FAA once done, `value` = the word's old value (CAS succeeded iff
 //          value == compare);  LOCK when granted (FIFO among requesters of
 //   that lock at that node);  UNLOCK once the lock passed on.
@@ -167,14 +172,11 @@ class Nic {
   // Status names the first bad one). REQUIRES: Connect succeeded.
   virtual Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) = 0;
 
-  // A scatter of small WRITEs into one region of one peer, stored before
-  // this returns, with no work request each: a direct diff (dd, nil) has one
-  // run of changed bytes per 3-4 bytes of radix's keys. Backends whose
-  // initiator reaches the target's memory (shm) do it; the others return
-  // Unsupported and the caller posts a WRITE per run. Either every run is
-  // stored or none: InvalidArgument names a run outside the region (or a
-  // bad peer), Closed a peer that is gone. REQUIRES: Connect succeeded.
-  virtual Status StoreRuns(NodeId peer, RegionId region, std::span<const WriteRun> runs);
+  // Whether Post takes work requests of `op`: every backend takes the
+  // verbs-shaped ones; kWriteRuns needs software at the target (fake, shm,
+  // tcp), so an RDMA NIC (ofi, verbs) refuses it and the caller posts a
+  // WRITE per run instead.
+  virtual bool Supports(Opcode op) const { return IsValid(op) && op != Opcode::kWriteRuns; }
 
   // SEND messages from peers (and from this node to itself), FIFO per sender.
   RecvQueue& recv_queue() { return recv_queue_; }

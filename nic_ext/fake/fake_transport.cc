@@ -48,6 +48,7 @@ class FakeNic final : public Nic {
   }
 
   Status Connect(std::span<const std::string>) override { return Status::Ok(); }
+  bool Supports(Opcode op) const override { return IsValid(op); }
 
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override {
     for (const WorkRequest& wr : wrs) {
@@ -112,6 +113,7 @@ class FakeNic final : public Nic {
         break;
       }
       case Opcode::kWrite:
+      case Opcode::kWriteRuns:
       case Opcode::kRead:
       case Opcode::kCas:
       case Opcode::kFaa:

@@ -469,6 +469,8 @@ int OfiNicImpl::Start(uint32_t slot) {
       if (s.phase == Phase::kUnlockServe) return PostAtomic(slot, wr.peer, locks, lock_off + 8, FI_SUM, 1, 0);
       s.phase = Phase::kUnlockOwner;
       return PostAtomic(slot, wr.peer, locks, lock_off + 16, FI_CSWAP, 0, uint64_t{self()} + 1);
+    case Opcode::kWriteRuns:  // not offered (Supports): Validate refused it
+      break;
   }
   return -FI_EINVAL;
 }

@@ -88,7 +88,7 @@ class ShmNicImpl final : public ShmNic {
   Status RegisterRegion(const MemoryRegion& r) override;
   Status Connect(std::span<const std::string> addresses) override;
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override;
-  Status StoreRuns(NodeId peer, RegionId region, std::span<const WriteRun> runs) override;
+  bool Supports(Opcode op) const override { return IsValid(op); }
   void Shutdown() override;
   std::string listen_address() const override { return address_; }
   Counters counters() const override;

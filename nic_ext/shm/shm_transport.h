@@ -58,7 +58,7 @@ class ShmNic : public Nic {
   // What the datapath did, for tests and benchmarks: the proof that a READ
   // needs no thread of its target.
   struct Counters {
-    uint64_t remote_ops = 0;  // READ/WRITE/CAS/FAA run on the posting thread
+    uint64_t remote_ops = 0;  // READ/WRITE/WRITE_RUNS/CAS/FAA run on the posting thread
     uint64_t sends = 0;
     uint64_t wakeups = 0;     // futex wakes this node sent to peers
     uint64_t drained = 0;     // messages this node took from its rings

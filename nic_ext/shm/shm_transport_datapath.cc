@@ -80,25 +80,6 @@ Status ShmNicImpl::Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) {
   return Status::Ok();
 }
 
-// The runs are checked first, then copied: all or none, as Post.
-Status ShmNicImpl::StoreRuns(NodeId peer, RegionId region, std::span<const WriteRun> runs) {
-  if (!started_) return Status::InvalidArgument("StoreRuns before Connect");
-  if (peer >= num_nodes()) return Status::InvalidArgument(fmt::format("StoreRuns: peer {} of {} nodes", peer, num_nodes()));
-  Peer& p = peers_[peer];
-  if (shut_.load(std::memory_order_acquire) || p.control == nullptr || gone(peer) ||
-      bell(peer).gone.load(std::memory_order_acquire) != 0)
-    return Status::Closed(fmt::format("shm: node {} is gone", peer));
-  for (const WriteRun& r : runs) {
-    if ((r.addr == nullptr && r.length != 0) || p.regions.Find(region, r.offset, r.length) == nullptr)
-      return Status::InvalidArgument(fmt::format("StoreRuns: run [{}, +{}) outside region {} of node {}", r.offset,
-                                                 r.length, region, peer));
-  }
-  for (const WriteRun& r : runs)
-    if (r.length != 0) std::memcpy(p.regions.Find(region, r.offset, r.length), r.addr, r.length);
-  n_remote_.fetch_add(1, std::memory_order_relaxed);
-  return Status::Ok();
-}
-
 void ShmNicImpl::Execute(CompletionQueue* cq, const WorkRequest& wr) {
   Completion c;
   c.wr_id = wr.wr_id;
@@ -115,6 +96,7 @@ void ShmNicImpl::Execute(CompletionQueue* cq, const WorkRequest& wr) {
   switch (wr.op) {
     case Opcode::kRead:
     case Opcode::kWrite:
+    case Opcode::kWriteRuns:
     case Opcode::kCas:
     case Opcode::kFaa:
       p.regions.Serve(wr, &c);

@@ -20,13 +20,14 @@ const char* ToString(Type t) {
     case Type::kLock: return "lock";
     case Type::kUnlock: return "unlock";
     case Type::kResponse: return "response";
+    case Type::kWriteRuns: return "write-runs";
   }
   return "?";
 }
 
 bool IsValid(Type t) {
   auto v = static_cast<uint8_t>(t);
-  return v >= static_cast<uint8_t>(Type::kHello) && v <= static_cast<uint8_t>(Type::kResponse);
+  return v >= static_cast<uint8_t>(Type::kHello) && v <= static_cast<uint8_t>(Type::kWriteRuns);
 }
 
 namespace {
@@ -88,7 +89,8 @@ Decoded Decode(std::span<const uint8_t> in, uint32_t epoch, Frame* out, size_t* 
   switch (f.type) {
     case Type::kHello: fixed = 8; break;
     case Type::kSend: has_data = true; break;
-    case Type::kWrite: fixed = kOneSidedBytes; has_data = true; break;
+    case Type::kWrite:
+    case Type::kWriteRuns: fixed = kOneSidedBytes; has_data = true; break;
     case Type::kRead: fixed = kOneSidedBytes + 4; break;
     case Type::kCas: fixed = kOneSidedBytes + 16; break;
     case Type::kFaa: fixed = kOneSidedBytes + 8; break;
@@ -113,6 +115,7 @@ Decoded Decode(std::span<const uint8_t> in, uint32_t epoch, Frame* out, size_t* 
     case Type::kSend:
       break;
     case Type::kWrite:
+    case Type::kWriteRuns:
     case Type::kRead:
     case Type::kCas:
     case Type::kFaa:
@@ -168,13 +171,14 @@ void Encode(const Frame& f, uint32_t epoch, std::vector<uint8_t>* out) {
       w.PutBytes(f.data);
       break;
     case Type::kWrite:
+    case Type::kWriteRuns:
     case Type::kRead:
     case Type::kCas:
     case Type::kFaa:
       w.PutU32(f.req);
       w.PutU32(f.region);
       w.PutU64(f.offset);
-      if (f.type == Type::kWrite) w.PutBytes(f.data);
+      if (f.type == Type::kWrite || f.type == Type::kWriteRuns) w.PutBytes(f.data);
       if (f.type == Type::kRead) w.PutU32(f.length);
       if (f.type == Type::kCas) w.PutU64(f.compare);
       if (f.type == Type::kCas || f.type == Type::kFaa) w.PutU64(f.operand);
@@ -204,9 +208,9 @@ void EncodeSend(uint32_t epoch, std::span<const Sge> sges, std::vector<uint8_t>*
 }
 
 void EncodeWrite(uint32_t epoch, uint32_t req, RegionId region, uint64_t offset,
-                 std::span<const Sge> sges, std::vector<uint8_t>* out) {
+                 std::span<const Sge> sges, std::vector<uint8_t>* out, bool runs) {
   Writer w(out);
-  size_t at = Begin(Type::kWrite, epoch, &w);
+  size_t at = Begin(runs ? Type::kWriteRuns : Type::kWrite, epoch, &w);
   w.PutU32(req);
   w.PutU32(region);
   w.PutU64(offset);

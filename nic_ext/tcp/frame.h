@@ -6,6 +6,8 @@
 //   kHello     u32 node | u32 num_nodes                          (setup only)
 //   kSend      payload (<= kMaxMessage)
 //   kWrite     u32 req | u32 region | u64 offset | data (<= kMaxTransfer)
+//   kWriteRuns u32 req | u32 region | u64 offset | runs (<= kMaxTransfer; the
+//              encoding of Opcode::kWriteRuns, checked by the target)
 //   kRead      u32 req | u32 region | u64 offset | u32 length (<= kMaxTransfer)
 //   kCas       u32 req | u32 region | u64 offset | u64 compare | u64 swap
 //   kFaa       u32 req | u32 region | u64 offset | u64 add
@@ -13,6 +15,7 @@
 //   kUnlock    u32 req | u32 lock
 //   kResponse  u32 req | u8 opcode | u8 status | u16 zero | u64 value | data
 //              (data only for READ)
+// Version 2 added kWriteRuns.
 //
 // `req` names the initiator's pending request; the target echoes it. The
 // decoder accepts exactly these shapes: any other magic, version, type,
@@ -31,7 +34,7 @@
 namespace svm::nic::frame {
 
 inline constexpr uint32_t kMagic = 0x4e4d5653;  // "SVMN" as little-endian bytes
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
 inline constexpr size_t kHeaderBytes = 16;
 inline constexpr size_t kOneSidedBytes = 16;  // req, region, offset
 inline constexpr size_t kResponseBytes = 16;  // req, opcode, status, zero, value
@@ -40,7 +43,7 @@ static_assert(kMaxMessage + 64 <= kMaxBody);
 inline constexpr size_t kMaxFrame = kHeaderBytes + kMaxBody;
 
 enum class Type : uint8_t {
-  kHello = 1, kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock, kResponse,
+  kHello = 1, kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock, kResponse, kWriteRuns,
 };
 const char* ToString(Type t);
 bool IsValid(Type t);
@@ -59,7 +62,7 @@ struct Frame {
   Opcode op = Opcode::kSend;         // kResponse
   WcStatus status = WcStatus::kSuccess;
   uint64_t value = 0;
-  std::span<const uint8_t> data;     // kSend payload, kWrite data, kResponse READ data
+  std::span<const uint8_t> data;     // kSend payload, kWrite data or runs, kResponse READ data
 };
 
 enum class Decoded { kOk, kNeedMore, kMalformed };
@@ -75,8 +78,9 @@ void Encode(const Frame& f, uint32_t epoch, std::vector<uint8_t>* out);
 
 // Gathering encoders for the datapath (no intermediate copy of the payload).
 void EncodeSend(uint32_t epoch, std::span<const Sge> sges, std::vector<uint8_t>* out);
+// kWrite, or kWriteRuns when `runs`.
 void EncodeWrite(uint32_t epoch, uint32_t req, RegionId region, uint64_t offset,
-                 std::span<const Sge> sges, std::vector<uint8_t>* out);
+                 std::span<const Sge> sges, std::vector<uint8_t>* out, bool runs = false);
 // A response whose data is `data` (may be empty).
 void EncodeResponse(uint32_t epoch, uint32_t req, Opcode op, WcStatus status, uint64_t value,
                     std::span<const uint8_t> data, std::vector<uint8_t>* out);

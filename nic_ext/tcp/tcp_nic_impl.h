@@ -77,6 +77,7 @@ class TcpNicImpl final : public TcpNic {
   Status RegisterRegion(const MemoryRegion& r) override;
   Status Connect(std::span<const std::string> addresses) override;
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override;
+  bool Supports(Opcode op) const override { return IsValid(op); }
   void Shutdown() override;
 
  private:

@@ -151,7 +151,8 @@ Status TcpNicImpl::PostOne(CompletionQueue* cq, const WorkRequest& wr) {
   f.offset = wr.offset;
   switch (wr.op) {
     case Opcode::kWrite:
-      frame::EncodeWrite(epoch, req, wr.region, wr.offset, sges, &c.tx_pending);
+    case Opcode::kWriteRuns:
+      frame::EncodeWrite(epoch, req, wr.region, wr.offset, sges, &c.tx_pending, wr.op == Opcode::kWriteRuns);
       return Status::Ok();
     case Opcode::kRead:
       f.type = frame::Type::kRead;
@@ -615,6 +616,9 @@ bool TcpNicImpl::HandleFrame(Conn& c, const frame::Frame& f, std::string* error)
                  p != nullptr ? WcStatus::kSuccess : WcStatus::kRemoteAccessError, 0, {});
       return true;
     }
+    case frame::Type::kWriteRuns:
+      Respond(from, f.req, Opcode::kWriteRuns, regions_.StoreRuns(f.region, f.offset, f.data), 0, {});
+      return true;
     case frame::Type::kRead: {
       const uint8_t* p = regions_.Find(f.region, f.offset, f.length);
       if (p == nullptr) {

@@ -157,6 +157,9 @@ Status VerbsNicImpl::PostOne(CompletionQueue* cq, const WorkRequest& wr) {
       // Not checked against the owner: the ticket lock has no owner record.
       rc = PostAtomic(wr.peer, slot, IBV_WR_ATOMIC_FETCH_AND_ADD, peer.locks, wr.lock * kLockWordBytes + 8, 1, 0);
       break;
+    case Opcode::kWriteRuns:  // not offered (Supports): Validate refused it
+      rc = EINVAL;
+      break;
   }
   if (rc != 0) {
     free_.push_back(slot);

@@ -18,6 +18,9 @@ std::vector<Frame> Samples(const std::vector<uint8_t>& data) {
   f = {}; f.type = Type::kSend; f.data = data; v.push_back(f);
   f = {}; f.type = Type::kSend; v.push_back(f);  // empty SEND
   f = {}; f.type = Type::kWrite; f.req = 9; f.region = 1; f.offset = 1ull << 40; f.data = data; v.push_back(f);
+  f = {}; f.type = Type::kWriteRuns; f.req = 17; f.region = 3; f.offset = 4096; f.data = data; v.push_back(f);
+  f = {}; f.type = Type::kResponse; f.req = 18; f.op = Opcode::kWriteRuns;
+  f.status = WcStatus::kRemoteInvalidRequest; v.push_back(f);
   f = {}; f.type = Type::kRead; f.req = 10; f.region = 2; f.offset = 64; f.length = 4096; v.push_back(f);
   f = {}; f.type = Type::kCas; f.req = 11; f.offset = 8; f.compare = 5; f.operand = 6; v.push_back(f);
   f = {}; f.type = Type::kFaa; f.req = 12; f.offset = 16; f.operand = ~0ull; v.push_back(f);
@@ -92,8 +95,8 @@ TEST(FrameTest, RejectsBadHeaders) {
     const char* what;
     size_t at;
     uint8_t value;
-  } cases[] = {{"magic", 0, 'X'}, {"version", 4, 2}, {"type 0", 5, 0}, {"type 200", 5, 200},
-               {"reserved", 6, 1}, {"epoch", 12, kEpoch + 1}};
+  } cases[] = {{"magic", 0, 'X'}, {"old version", 4, 1}, {"next version", 4, kVersion + 1},
+               {"type 0", 5, 0}, {"type 200", 5, 200}, {"reserved", 6, 1}, {"epoch", 12, kEpoch + 1}};
   for (const auto& k : cases) {
     auto b = good;
     b[k.at] = k.value;
@@ -114,13 +117,13 @@ TEST(FrameTest, RejectsBadHeaders) {
 TEST(FrameTest, RejectsBodiesOfTheWrongShape) {
   std::string err;
   for (Type t : {Type::kHello, Type::kRead, Type::kCas, Type::kFaa, Type::kLock, Type::kUnlock,
-                 Type::kWrite, Type::kResponse}) {
+                 Type::kWrite, Type::kWriteRuns, Type::kResponse}) {
     Frame f;
     f.type = t;
     f.op = Opcode::kWrite;
     auto b = Encoded(f);
     const uint32_t len = static_cast<uint32_t>(b.size() - kHeaderBytes);
-    if (t != Type::kWrite && t != Type::kResponse) {  // fixed size: longer is bad
+    if (t != Type::kWrite && t != Type::kWriteRuns && t != Type::kResponse) {  // fixed size: longer is bad
       auto longer = b;
       longer.push_back(0);
       SetLength(&longer, len + 1);

@@ -69,7 +69,8 @@ bool ConnectPair(ShmNic& a, ShmNic& b) {
 }
 
 // Node 1 lives in a child process that connects, then stops itself with
-// SIGSTOP. Node 0 then READs, WRITEs, CASes, FAAs and takes a lock at node 1:
+// SIGSTOP. Node 0 then READs, WRITEs, stores runs, CASes, FAAs and takes a
+// lock at node 1:
 // all complete although no thread of node 1 can run.
 TEST(ShmNic, OneSidedOperationsNeedNoThreadOfTheTarget) {
   Pipe to_child, to_parent;
@@ -85,9 +86,9 @@ TEST(ShmNic, OneSidedOperationsNeedNoThreadOfTheTarget) {
     std::vector<std::string> addr = {to_child.Get(), nic->listen_address()};
     if (!nic->Connect(addr).ok()) _exit(4);
     raise(SIGSTOP);
-    // Resumed: node 0's WRITE and FAA must be in our memory.
+    // Resumed: node 0's WRITE, runs and FAA must be in our memory.
     auto* w = static_cast<uint64_t*>(mem.data());
-    _exit(w[2] == 0xfeed && w[3] == 5 ? 0 : 5);
+    _exit(w[2] == 0xfeed && w[3] == 5 && static_cast<uint8_t*>(mem.data())[40] == 0xab ? 0 : 5);
   }
   SharedMemory mem;
   ASSERT_TRUE(SharedMemory::Create("parent", 1 << 16, &mem).ok());
@@ -109,13 +110,16 @@ TEST(ShmNic, OneSidedOperationsNeedNoThreadOfTheTarget) {
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Write(1, kRegion, 16, {&s, 1})).status, WcStatus::kSuccess);
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Cas(1, kRegion, 24, 0, 3)).value, 0u);
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Faa(1, kRegion, 24, 2)).value, 3u);
+  const uint8_t runs[] = {40, 0, 0, 0, 1, 0, 0, 0, 0xab};  // one run: 0xab at 40
+  Sge rs{const_cast<uint8_t*>(runs), sizeof runs};
+  EXPECT_EQ(PostWait(*nic, cq, WorkRequest::WriteRuns(1, kRegion, 0, {&rs, 1})).status, WcStatus::kSuccess);
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Lock(1, 9)).status, WcStatus::kSuccess);
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Unlock(1, 9)).status, WcStatus::kSuccess);
   // A message waits in node 1's ring for it to wake.
   char hello[] = "hello";
   Sge m{hello, sizeof(hello)};
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Send(1, {&m, 1})).status, WcStatus::kSuccess);
-  EXPECT_EQ(nic->counters().remote_ops, 4u);
+  EXPECT_EQ(nic->counters().remote_ops, 5u);
 
   kill(child, SIGCONT);
   ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -126,39 +130,6 @@ TEST(ShmNic, OneSidedOperationsNeedNoThreadOfTheTarget) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(PostWait(*nic, cq, WorkRequest::Read(1, kRegion, 8, {&s, 1})).status, WcStatus::kFlushed);
-}
-
-// StoreRuns (a direct diff's runs) lands each run at its offset in the
-// peer's region and leaves the bytes between runs alone: another node may
-// have written them. A run outside the region refuses the whole call.
-TEST(ShmNic, StoreRunsScattersWithoutTouchingTheGaps) {
-  Cluster c(Backend::kShm, 2);
-  auto* target = reinterpret_cast<uint8_t*>(c.mem[1].data());
-  std::memset(target, 0x77, 64);
-  const uint8_t a[] = {1, 2, 3}, b[] = {9}, d[] = {5, 6};
-  const WriteRun runs[] = {{4, a, 3}, {10, b, 1}, {12, d, 2}};
-  ASSERT_TRUE(c.nics[0]->StoreRuns(1, kRegion, runs).ok());
-  const uint8_t want[16] = {0x77, 0x77, 0x77, 0x77, 1, 2, 3, 0x77, 0x77, 0x77, 9, 0x77, 5, 6, 0x77, 0x77};
-  EXPECT_EQ(std::memcmp(target, want, sizeof want), 0);
-
-  const uint8_t z[] = {0};
-  const WriteRun past[] = {{20, z, 1}, {c.mem[1].size() * 8, z, 1}};
-  const Status st = c.nics[0]->StoreRuns(1, kRegion, past);
-  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
-  EXPECT_EQ(target[20], 0x77) << "a refused call stored a run";
-  EXPECT_EQ(c.nics[0]->StoreRuns(1, kRegion + 1, {runs, 1}).code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(c.nics[0]->StoreRuns(2, kRegion, {runs, 1}).code(), Status::Code::kInvalidArgument);
-}
-
-// The backends that cannot reach the target's memory say so, and the
-// runtime posts a WRITE per run instead.
-TEST(ShmNic, StoreRunsIsUnsupportedWhereTheTargetIsRemote) {
-  for (Backend b : {Backend::kTcp, Backend::kFake}) {
-    Cluster c(b, 2);
-    const uint8_t a[] = {1};
-    const WriteRun run{0, a, 1};
-    EXPECT_EQ(c.nics[0]->StoreRuns(1, kRegion, {&run, 1}).code(), Status::Code::kUnsupported) << ToString(b);
-  }
 }
 
 // Messages of up to kMaxMessage through 4 KiB rings, from three senders at

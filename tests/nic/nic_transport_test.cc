@@ -9,8 +9,11 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tests/nic/nic_cluster.h"
+#include "util/coding.h"
 
 namespace svm::nic::testing {
 namespace {
@@ -237,6 +240,95 @@ TEST_P(TransportTest, InvalidRequestsAreRefusedAtPost) {
   too_many.num_sge = kMaxSge + 1;
   EXPECT_FALSE(c[0].Post(&cq, {&too_many, 1}).ok());
   EXPECT_EQ(cq.size(), 0u);
+}
+
+// WRITE_RUNS (a direct diff in one request): each run lands at the WR's
+// offset plus its own, the bytes between runs stay as they were (another
+// node may have written them); an encoding gathered from pieces is one
+// encoding. A NIC without it refuses it at Post.
+std::vector<uint8_t> EncodeRuns(std::initializer_list<std::pair<uint32_t, std::vector<uint8_t>>> runs) {
+  std::vector<uint8_t> out;
+  for (const auto& [off, bytes] : runs) {
+    uint8_t h[kRunHeaderBytes];
+    coding::EncodeFixed(h, off);
+    coding::EncodeFixed(h + 4, uint32_t(bytes.size()));
+    out.insert(out.end(), h, h + sizeof h);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  }
+  return out;
+}
+
+TEST_P(TransportTest, WriteRunsScatterWithoutTouchingTheGaps) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  std::vector<uint8_t> runs = EncodeRuns({{4, {1, 2, 3}}, {10, {9}}, {12, {5, 6}}});
+  Sge all{runs.data(), uint32_t(runs.size())};
+  WorkRequest wr = WorkRequest::WriteRuns(1, kRegion, 64, {&all, 1}, 7);
+  if (!c[0].Supports(Opcode::kWriteRuns)) {
+    const Status st = c[0].Post(&cq, {&wr, 1});
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+    EXPECT_EQ(cq.size(), 0u);
+    return;
+  }
+  const uint8_t want[16] = {0x77, 0x77, 0x77, 0x77, 1, 2, 3, 0x77, 0x77, 0x77, 9, 0x77, 5, 6, 0x77, 0x77};
+  for (NodeId to : {NodeId{1}, NodeId{0}}) {
+    auto* target = reinterpret_cast<uint8_t*>(c.mem[to].data()) + 64;
+    std::memset(target, 0x77, 16);
+    wr.peer = to;
+    Completion done = PostWait(c[0], cq, wr);
+    EXPECT_EQ(done.status, WcStatus::kSuccess) << "to node " << to;
+    EXPECT_EQ(done.op, Opcode::kWriteRuns);
+    EXPECT_EQ(done.byte_len, runs.size());
+    EXPECT_EQ(std::memcmp(target, want, sizeof want), 0) << "to node " << to;
+  }
+  // The same encoding in three pieces, split inside a header and a run.
+  auto* target = reinterpret_cast<uint8_t*>(c.mem[1].data()) + 64;
+  std::memset(target, 0x77, 16);
+  const Sge pieces[] = {{runs.data(), 5}, {runs.data() + 5, 5}, {runs.data() + 10, uint32_t(runs.size() - 10)}};
+  WorkRequest gathered = WorkRequest::WriteRuns(1, kRegion, 64, pieces);
+  EXPECT_EQ(PostWait(c[0], cq, gathered).status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(target, want, sizeof want), 0);
+}
+
+// All or none: a run outside the region or a malformed encoding anywhere in
+// the request stores nothing, and the endpoint goes on working.
+TEST_P(TransportTest, WriteRunsAreAllOrNone) {
+  Cluster& c = *c_;
+  if (!c[0].Supports(Opcode::kWriteRuns)) GTEST_SKIP() << "no WRITE_RUNS on " << ToString(GetParam().backend);
+  CompletionQueue cq;
+  const uint32_t len = uint32_t(c.mem[1].size() * 8);
+  auto* target = reinterpret_cast<uint8_t*>(c.mem[1].data());
+  std::vector<uint8_t> truncated = EncodeRuns({{0, {1}}, {8, {2, 3}}});
+  truncated.pop_back();
+  std::vector<uint8_t> short_header = EncodeRuns({{0, {1}}});
+  short_header.insert(short_header.end(), {8, 0, 0, 0});
+  struct Case {
+    const char* what;
+    std::vector<uint8_t> runs;
+    uint64_t offset;
+    RegionId region;
+    WcStatus want;
+  } cases[] = {
+      {"last run past the end", EncodeRuns({{0, {1}}, {len - 1, {2, 3}}}), 0, kRegion, WcStatus::kRemoteAccessError},
+      {"offset past the end", EncodeRuns({{0, {1}}}), len, kRegion, WcStatus::kRemoteAccessError},
+      {"huge offset", EncodeRuns({{0, {1}}, {16, {1}}}), ~uint64_t{0} - 4, kRegion, WcStatus::kRemoteAccessError},
+      {"unknown region", EncodeRuns({{0, {1}}}), 0, kRegion + 1, WcStatus::kRemoteAccessError},
+      {"empty run", EncodeRuns({{0, {1}}, {8, {}}}), 0, kRegion, WcStatus::kRemoteInvalidRequest},
+      {"run longer than its bytes", truncated, 0, kRegion, WcStatus::kRemoteInvalidRequest},
+      {"header cut short", short_header, 0, kRegion, WcStatus::kRemoteInvalidRequest},
+  };
+  for (const Case& k : cases) {
+    std::memset(target, 0x77, 32);
+    Sge s{const_cast<uint8_t*>(k.runs.data()), uint32_t(k.runs.size())};
+    WorkRequest wr = WorkRequest::WriteRuns(1, k.region, k.offset, {&s, 1});
+    wr.signaled = false;  // errors complete anyway
+    EXPECT_EQ(PostWait(c[0], cq, wr).status, k.want) << k.what;
+    EXPECT_EQ(target[0], 0x77) << k.what << ": a refused request stored a run";
+  }
+  std::vector<uint8_t> ok = EncodeRuns({{len - 2, {4, 5}}});
+  Sge s{ok.data(), uint32_t(ok.size())};
+  EXPECT_EQ(PostWait(c[0], cq, WorkRequest::WriteRuns(1, kRegion, 0, {&s, 1})).status, WcStatus::kSuccess);
+  EXPECT_EQ(target[len - 1], 5);
 }
 
 TEST_P(TransportTest, CasAndFaa) {
