@@ -517,8 +517,7 @@ void Register() {
       reg(n + "/nic_read_16x4k", [b, m](benchmark::State& s) { BM_ReadBatch(s, b, m); });
       reg(n + "/nic_read_stream_4k", [b, m](benchmark::State& s) { BM_ReadStream(s, b, m); });
       reg(n + "/nic_writes_512", [b, m](benchmark::State& s) { BM_WriteRuns(s, b, m, false); });
-      if (b != Backend::kOfiTcp && b != Backend::kOfiShm)
-        reg(n + "/nic_write_runs_512", [b, m](benchmark::State& s) { BM_WriteRuns(s, b, m, true); });
+      reg(n + "/nic_write_runs_512", [b, m](benchmark::State& s) { BM_WriteRuns(s, b, m, true); });
     }
   }
 }

@@ -68,10 +68,11 @@ struct MemoryRegion {
 // kWriteRuns: a scatter of runs into one region, its gather list the runs'
 // encoding, little-endian, `u32 offset | u32 length | length bytes` each,
 // offsets from the WR's offset and length >= 1 (protocol/diff.h's encoding:
-// a direct diff is one WR, not a WRITE per run). The target stores every run
-// or none: a run outside the region is kRemoteAccessError, a malformed
-// encoding kRemoteInvalidRequest. Only a NIC with software at the target has
-// it (Nic::Supports).
+// a direct diff is one WR, not a WRITE per run). Every run is checked before
+// any is stored: a run outside the region is kRemoteAccessError, a malformed
+// encoding kRemoteInvalidRequest, and nothing is stored. Runs should not
+// overlap (their order of landing is the NIC's). Not every NIC has it
+// (Nic::Supports).
 enum class Opcode : uint8_t { kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock, kWriteRuns };
 const char* ToString(Opcode op);
 bool IsValid(Opcode op);
@@ -173,9 +174,10 @@ class Nic {
   virtual Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) = 0;
 
   // Whether Post takes work requests of `op`: every backend takes the
-  // verbs-shaped ones; kWriteRuns needs software at the target (fake, shm,
-  // tcp), so an RDMA NIC (ofi, verbs) refuses it and the caller posts a
-  // WRITE per run instead.
+  // verbs-shaped ones; kWriteRuns needs a NIC that can check the runs
+  // against the target's regions and scatter them (fake, shm, tcp: at the
+  // target or its mapping; ofi: a few runs per RMA write), so verbs refuses
+  // it and the caller posts a WRITE per run instead.
   virtual bool Supports(Opcode op) const { return IsValid(op) && op != Opcode::kWriteRuns; }
 
   // SEND messages from peers (and from this node to itself), FIFO per sender.

@@ -84,6 +84,7 @@ class OfiNicImpl final : public OfiNic {
   Status RegisterRegion(const MemoryRegion& r) override;
   Status Connect(std::span<const std::string> addresses) override;
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override;
+  bool Supports(Opcode op) const override { return IsValid(op); }
   void Shutdown() override;
 
  private:
@@ -135,11 +136,12 @@ class OfiNicImpl final : public OfiNic {
     CompletionQueue* cq = nullptr;
     Phase phase = Phase::kIdle;
     uint32_t seg = 0;          // READ/WRITE done segment by segment (iov limits)
-    uint64_t seg_off = 0;
+    uint64_t seg_off = 0;      // ... WRITE_RUNS: bytes of `data` whose runs are posted
+    void* data_desc = nullptr;  // WRITE_RUNS, FI_MR_LOCAL: `data`'s descriptor
     uint64_t ticket = 0;
     uint32_t polls = 0;
     std::chrono::steady_clock::time_point next_poll{};
-    std::vector<uint8_t> data;      // SEND: header + payload; WRITE: the gathered bytes
+    std::vector<uint8_t> data;      // SEND: header + payload; WRITE, WRITE_RUNS: the gathered bytes
     std::vector<fid_mr*> temp_mrs;  // FI_MR_LOCAL: buffers registered for this WR
     Ctx ctx;
   };
@@ -175,6 +177,8 @@ class OfiNicImpl final : public OfiNic {
   void HandleSlot(uint32_t slot, bool error, int err);
   void Issue(NodeId peer);            // starts the queue's head while it can
   int Start(uint32_t slot);           // 0, 1 (done: finished already), or -fi_errno
+  int StartRuns(uint32_t slot);       // Start of a WRITE_RUNS
+  WcStatus CheckRuns(const Remote& r, const Slot& s) const;
   int PostAtomic(uint32_t slot, NodeId peer, const Remote& r, uint64_t off, fi_op op,
                  uint64_t operand, uint64_t compare);
   int PostReadWord(uint32_t slot, NodeId peer, const Remote& r, uint64_t off);
@@ -201,6 +205,7 @@ class OfiNicImpl final : public OfiNic {
   bool mr_virt_ = false;
   bool mr_endpoint_ = false;  // FI_MR_ENDPOINT: every MR is bound to ep_ and enabled
   size_t iov_limit_ = 1;
+  size_t runs_per_write_ = 1;  // WRITE_RUNS: runs per fi_writemsg (local and remote iov limits)
   std::string listen_address_;
   std::vector<uint8_t> listen_name_;  // fi_getname's bytes
   fid_fabric* fabric_ = nullptr;

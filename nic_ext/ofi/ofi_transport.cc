@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -225,6 +226,7 @@ Status OfiNicImpl::Init() {
   mr_virt_ = (mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)) != 0;
   mr_endpoint_ = (mode & FI_MR_ENDPOINT) != 0;
   iov_limit_ = std::max<size_t>(1, info_->tx_attr->iov_limit);  // local iovs per READ
+  runs_per_write_ = std::clamp<size_t>(std::min(info_->tx_attr->iov_limit, info_->tx_attr->rma_iov_limit), 1, kMaxSge);
   const std::string prov = provider();
   // Each peer learns our grant from our table.
   const uint32_t n = num_nodes();
