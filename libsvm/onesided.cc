@@ -383,6 +383,7 @@ void Runtime::NicLockTail(NodeId home, LockId l, NodeId guess) {
 }
 
 void Runtime::PostLockClaim(std::unique_ptr<OneSided> op) {
+  stats::CountLockClaim();
   const NicLockMap::Claim c{op->lock, op->no, op->probes};
   nic::WorkRequest wr = NicLockMap().ClaimRequest(op->home, kLockClaims, c);
   PostOneSided(std::move(op), {&wr, 1});
@@ -489,6 +490,7 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         break;
       }
       case OneSided::Kind::kTailSwap: {
+        stats::CountTailSwap(c.value != op->expected);
         if (c.value != op->expected) {
           tail_guesses_[op->lock] = c.value;
           PostTailSwap(std::move(op));

@@ -25,6 +25,7 @@ ThreadStats g_records[kMaxRecords];
 std::atomic<uint64_t> g_rt_messages[kMessageTypeCount + 1];
 std::atomic<uint64_t> g_rt_bytes[kMessageTypeCount + 1];
 std::atomic<uint64_t> g_rt_handler{0};
+std::atomic<uint64_t> g_lock_claims{0}, g_tail_swaps{0}, g_tail_retries{0};
 
 void Add(std::atomic<uint64_t>& a, uint64_t n) {
   a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -151,6 +152,9 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["notices_deposited"] = s.notices_deposited;
   j["notices_taken"] = s.notices_taken;
   j["nic_locks"] = s.nic_locks;
+  j["nic_lock_claims"] = Get(g_lock_claims);
+  j["nic_tail_swaps"] = Get(g_tail_swaps);
+  j["nic_tail_retries"] = Get(g_tail_retries);
   j["home_claims"] = s.home_claims;
   j["polls"] = s.polls;
   j["fault_delivery_ns"] = FaultDeliveryNs();  // per node, not a count: see doc/stats.md
@@ -356,6 +360,13 @@ void CountRuntimeMessage(MessageType t, size_t bytes) {
 
 void CountRuntimeHandler() { g_rt_handler.fetch_add(1, std::memory_order_relaxed); }
 
+void CountLockClaim() { g_lock_claims.fetch_add(1, std::memory_order_relaxed); }
+
+void CountTailSwap(bool retried) {
+  g_tail_swaps.fetch_add(1, std::memory_order_relaxed);
+  if (retried) g_tail_retries.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
   const int64_t now = NowNs();
   nlohmann::json j;
@@ -381,7 +392,7 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       "collected), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
-      "NIC locks {}, home claims {}, polls {}\n",
+      "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
@@ -389,7 +400,7 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,
       s.notices_deposited, s.notices_taken,
-      s.nic_locks, s.home_claims, s.polls);
+      s.nic_locks, Get(g_lock_claims), Get(g_tail_swaps), Get(g_tail_retries), s.home_claims, s.polls);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);
   for (uint32_t i = 0; i < n; ++i) {

@@ -188,6 +188,11 @@ void PhaseEnd(const char* name);
 // Runtime messages (spawn, join, ...) the Node does not count.
 void CountRuntimeMessage(MessageType t, size_t bytes);
 void CountRuntimeHandler();
+// nil's NIC lock operations below Host::NicLockTail: a CAS that claims a
+// lock number at the lock's home (NicLockMap), and a tail swap, `retried`
+// when its guess of the tail was wrong and it goes again.
+void CountLockClaim();
+void CountTailSwap(bool retried);
 
 // This node's report as JSON text: its threads' records and the Node's
 // counters (merged with the runtime's own). See doc/stats.md.

@@ -51,7 +51,7 @@ def run(mode):
 
 # One-sided counters each mode must (True) or must not (False) use.
 USES = {"remote_reads": "rf", "direct_diffs": "dd", "notices_deposited": "dw", "nic_locks": "nil",
-        "home_claims": "rf"}
+        "home_claims": "rf", "nic_lock_claims": "nil", "nic_tail_swaps": "nil"}
 ORDER = ["base", "dw", "rf", "dd", "nil"]
 
 modes = args.modes.split(",")
@@ -75,6 +75,9 @@ for m in modes:
         check("nil: one request per NIC swap, no forwards", requests == c.get("nic_locks", -1),
               "%d requests, %s swaps" % (requests, c.get("nic_locks")))
         check("nil: one grant per request", grants == requests, "%d grants, %d requests" % (grants, requests))
+        swaps, retries = c.get("nic_tail_swaps", -1), c.get("nic_tail_retries", -1)
+        check("nil: a swap per NIC lock request, retries among them",
+              swaps == requests + retries and 0 <= retries <= swaps, "%d swaps, %d retries" % (swaps, retries))
     # main works too, so every live thread is in every barrier: they collect.
     check("%s: notices collected" % m, c.get("notices_collected", 0) > 0, str(c.get("notices_collected")))
     for counter, first in USES.items():
