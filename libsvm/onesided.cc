@@ -24,6 +24,7 @@
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
 #include "libsvm/stats.h"
+#include "nic_ext/runs.h"
 #include "util/coding.h"
 #include "protocol/diff.h"
 
@@ -342,19 +343,17 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
     wrs.push_back(nic::WorkRequest::WriteRuns(home, region, offset, {&all, 1}));
   } else {
     const uint64_t page = Frame(p).size();
-    nic::Sge run{};
-    nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run, 1});
+    if (nic::CheckRuns(op->buf, 0, [page](uint64_t at, uint64_t len) { return at + len <= page; }) !=
+        nic::WcStatus::kSuccess) {
+      Die(fmt::format("diff of page {}: malformed ({} bytes)", p, op->buf.size()));
+    }
+    nic::Sge run_bytes{};
+    nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run_bytes, 1});
     for (size_t at = 0; at < op->buf.size();) {
-      if (op->buf.size() - at < diff::kRunHeaderBytes) Die(fmt::format("diff of page {}: truncated run", p));
-      const uint32_t off = coding::DecodeFixed<uint32_t>(op->buf.data() + at);
-      const uint32_t len = coding::DecodeFixed<uint32_t>(op->buf.data() + at + 4);
-      at += diff::kRunHeaderBytes;
-      if (len == 0 || off + uint64_t(len) > page || op->buf.size() - at < len)
-        Die(fmt::format("diff of page {}: bad run ({}, {})", p, off, len));
-      write.offset = offset + off;
-      write.sge[0] = {op->buf.data() + at, len};
+      const nic::Run run = nic::NextRun(op->buf, &at);
+      write.offset = offset + run.offset;
+      write.sge[0] = {const_cast<uint8_t*>(run.bytes.data()), uint32_t(run.bytes.size())};
       wrs.push_back(write);
-      at += len;
     }
   }
   // Then the version: whoever reads it after the page sees these runs.

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "nic_ext/region_table.h"
-#include "util/coding.h"
+#include "nic_ext/runs.h"
 
 namespace svm::nic {
 
@@ -203,25 +203,13 @@ void RegionTable::Serve(const WorkRequest& wr, Completion* c) const {
   c->byte_len = static_cast<uint32_t>(bytes);
 }
 
-// Two passes, so that a bad run anywhere stores nothing.
 WcStatus RegionTable::StoreRuns(RegionId id, uint64_t offset, std::span<const uint8_t> runs) const {
-  const uint8_t* const end = runs.data() + runs.size();
-  WcStatus verdict = WcStatus::kSuccess;
-  for (const uint8_t* at = runs.data(); at != end;) {
-    if (size_t(end - at) < kRunHeaderBytes) return WcStatus::kRemoteInvalidRequest;
-    const uint32_t off = coding::DecodeFixed<uint32_t>(at);
-    const uint32_t len = coding::DecodeFixed<uint32_t>(at + 4);
-    at += kRunHeaderBytes;
-    if (len == 0 || size_t(end - at) < len) return WcStatus::kRemoteInvalidRequest;
-    if (offset > UINT64_MAX - off || Find(id, offset + off, len) == nullptr) verdict = WcStatus::kRemoteAccessError;
-    at += len;
-  }
-  if (verdict != WcStatus::kSuccess) return verdict;
-  for (const uint8_t* at = runs.data(); at != end;) {
-    const uint32_t off = coding::DecodeFixed<uint32_t>(at);
-    const uint32_t len = coding::DecodeFixed<uint32_t>(at + 4);
-    std::memcpy(Find(id, offset + off, len), at + kRunHeaderBytes, len);
-    at += kRunHeaderBytes + len;
+  const WcStatus verdict =
+      CheckRuns(runs, offset, [&](uint64_t at, uint64_t len) { return Find(id, at, len) != nullptr; });
+  if (verdict != WcStatus::kSuccess) return verdict;  // nothing stored
+  for (size_t at = 0; at != runs.size();) {
+    const Run r = NextRun(runs, &at);
+    std::memcpy(Find(id, offset + r.offset, r.bytes.size()), r.bytes.data(), r.bytes.size());
   }
   return WcStatus::kSuccess;
 }

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "nic_ext/ofi/ofi_nic_impl.h"
+#include "nic_ext/runs.h"
 #include "util/coding.h"
 
 namespace svm::nic {
@@ -476,21 +477,12 @@ int OfiNicImpl::Start(uint32_t slot) {
   return -FI_EINVAL;
 }
 
-// As RegionTable::StoreRuns decides: a malformed encoding anywhere is an
-// invalid request, else a run outside the peer's region an access error.
+// As RegionTable::StoreRuns decides (nic_ext/runs.h), against the peer's
+// region as it announced it.
 WcStatus OfiNicImpl::CheckRuns(const Remote& r, const Slot& s) const {
-  const uint8_t* const end = s.data.data() + s.data.size();
-  WcStatus verdict = s.wr.region < kMaxRegions ? WcStatus::kSuccess : WcStatus::kRemoteAccessError;
-  for (const uint8_t* at = s.data.data(); at != end;) {
-    if (size_t(end - at) < kRunHeaderBytes) return WcStatus::kRemoteInvalidRequest;
-    const uint32_t off = coding::DecodeFixed<uint32_t>(at);
-    const uint32_t len = coding::DecodeFixed<uint32_t>(at + 4);
-    at += kRunHeaderBytes;
-    if (len == 0 || size_t(end - at) < len) return WcStatus::kRemoteInvalidRequest;
-    if (s.wr.offset > UINT64_MAX - off || !RemoteOk(r, s.wr.offset + off, len)) verdict = WcStatus::kRemoteAccessError;
-    at += len;
-  }
-  return verdict;
+  return nic::CheckRuns(s.data, s.wr.offset, [&](uint64_t at, uint64_t len) {
+    return s.wr.region < kMaxRegions && RemoteOk(r, at, len);
+  });
 }
 
 // WRITE_RUNS: every run is checked first (all or none), then the runs go
@@ -519,12 +511,10 @@ int OfiNicImpl::StartRuns(uint32_t slot) {
   std::array<fi_rma_iov, kMaxSge> rma{};
   size_t count = 0, at = s.seg_off;
   for (; count < runs_per_write_ && at < s.data.size(); ++count) {
-    const uint32_t off = coding::DecodeFixed<uint32_t>(s.data.data() + at);
-    const uint32_t len = coding::DecodeFixed<uint32_t>(s.data.data() + at + 4);
-    iov[count] = {s.data.data() + at + kRunHeaderBytes, len};
+    const Run run = NextRun(s.data, &at);
+    iov[count] = {const_cast<uint8_t*>(run.bytes.data()), run.bytes.size()};
     desc[count] = s.data_desc;
-    rma[count] = {RemoteAddr(r, wr.offset + off), len, r.key};
-    at += kRunHeaderBytes + len;
+    rma[count] = {RemoteAddr(r, wr.offset + run.offset), run.bytes.size(), r.key};
   }
   fi_msg_rma msg{};
   msg.msg_iov = iov.data();

@@ -1,5 +1,6 @@
-// The backend-independent pieces: LockTable, RegionTable, WaitQueue, Validate,
-// and the received messages' BufferPool.
+// The backend-independent pieces: LockTable, RegionTable, the WRITE_RUNS
+// encoding (runs.h), WaitQueue, Validate, and the received messages'
+// BufferPool.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -8,6 +9,8 @@
 #include "nic_ext/lock_table.h"
 #include "nic_ext/queue.h"
 #include "nic_ext/region_table.h"
+#include "nic_ext/runs.h"
+#include "util/coding.h"
 #include "util/buffer_pool.h"
 
 namespace svm::nic {
@@ -96,6 +99,129 @@ TEST(RegionTableTest, BoundsChecks) {
   EXPECT_NE(t.FindWord(2, 56), nullptr);
   EXPECT_EQ(t.FindWord(2, 60), nullptr);
   EXPECT_EQ(t.FindWord(2, 4), nullptr);
+}
+
+// u32 offset | u32 length | bytes, as protocol/diff.h encodes a run.
+void AppendRun(std::vector<uint8_t>* out, uint32_t offset, uint32_t length, uint8_t fill) {
+  uint8_t h[kRunHeaderBytes];
+  coding::EncodeFixed<uint32_t>(h, offset);
+  coding::EncodeFixed<uint32_t>(h + 4, length);
+  out->insert(out->end(), h, h + sizeof h);
+  out->insert(out->end(), length, fill);
+}
+
+TEST(RunsTest, CheckRunsJudgesTheWholeEncodingBeforeAnythingIsStored) {
+  const auto in64 = [](uint64_t at, uint64_t len) { return at + len <= 64; };
+  std::vector<uint8_t> runs;
+  EXPECT_EQ(CheckRuns(runs, 0, in64), WcStatus::kSuccess);  // no change at all
+  AppendRun(&runs, 0, 4, 1);
+  AppendRun(&runs, 60, 4, 2);
+  EXPECT_EQ(CheckRuns(runs, 0, in64), WcStatus::kSuccess);
+  EXPECT_EQ(CheckRuns(runs, 1, in64), WcStatus::kRemoteAccessError);  // the last run leaves
+  EXPECT_EQ(CheckRuns(runs, UINT64_MAX - 30, in64), WcStatus::kRemoteAccessError);  // overflows
+  // A malformed tail outranks a run that does not fit before it.
+  std::vector<uint8_t> bad = runs;
+  bad.push_back(0);
+  EXPECT_EQ(CheckRuns(bad, 1, in64), WcStatus::kRemoteInvalidRequest);  // truncated header
+  bad = runs;
+  AppendRun(&bad, 8, 0, 0);
+  EXPECT_EQ(CheckRuns(bad, 1, in64), WcStatus::kRemoteInvalidRequest);  // empty run
+  bad = runs;
+  bad.resize(bad.size() - 1);
+  EXPECT_EQ(CheckRuns(bad, 0, in64), WcStatus::kRemoteInvalidRequest);  // truncated payload
+  // The check sees each run's address and length once, in order.
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  CheckRuns(runs, 100, [&](uint64_t at, uint64_t len) {
+    seen.emplace_back(at, len);
+    return true;
+  });
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, uint64_t>>{{100, 4}, {160, 4}}));
+}
+
+TEST(RunsTest, NextRunWalksACheckedEncoding) {
+  std::vector<uint8_t> runs;
+  AppendRun(&runs, 3, 2, 7);
+  AppendRun(&runs, 40, 1, 9);
+  size_t at = 0;
+  const nic::Run a = NextRun(runs, &at);
+  EXPECT_EQ(a.offset, 3u);
+  EXPECT_EQ(std::vector<uint8_t>(a.bytes.begin(), a.bytes.end()), (std::vector<uint8_t>{7, 7}));
+  EXPECT_EQ(at, kRunHeaderBytes + 2);
+  const nic::Run b = NextRun(runs, &at);
+  EXPECT_EQ(b.offset, 40u);
+  EXPECT_EQ(std::vector<uint8_t>(b.bytes.begin(), b.bytes.end()), (std::vector<uint8_t>{9}));
+  EXPECT_EQ(at, runs.size());
+}
+
+TEST(RegionTableTest, StoreRunsStoresAllOrNone) {
+  std::array<uint8_t, 64> mem{};
+  RegionTable t;
+  ASSERT_TRUE(t.Add({1, mem.data(), mem.size()}).ok());
+  std::vector<uint8_t> runs;
+  AppendRun(&runs, 0, 2, 5);
+  AppendRun(&runs, 10, 3, 6);
+  EXPECT_EQ(t.StoreRuns(1, 52, runs), WcStatus::kRemoteAccessError);  // 62..64 leaves the region
+  EXPECT_EQ(mem, (std::array<uint8_t, 64>{}));
+  EXPECT_EQ(t.StoreRuns(2, 0, runs), WcStatus::kRemoteAccessError);  // unknown region
+  EXPECT_EQ(t.StoreRuns(1, 8, runs), WcStatus::kSuccess);
+  std::array<uint8_t, 64> want{};
+  want[8] = want[9] = 5;
+  want[18] = want[19] = want[20] = 6;
+  EXPECT_EQ(mem, want);
+}
+
+// A NIC that moves nothing: what every backend's Post checks first.
+class ValidateOnlyNic final : public Nic {
+ public:
+  explicit ValidateOnlyNic(bool runs) : Nic(0, 2, WaitPolicy{}), runs_(runs) {}
+  Status RegisterRegion(const MemoryRegion&) override { return Status::Ok(); }
+  Status Connect(std::span<const std::string>) override { return Status::Ok(); }
+  Status Post(CompletionQueue*, std::span<const WorkRequest> wrs) override {
+    for (const WorkRequest& wr : wrs) {
+      if (Status s = Validate(wr); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+  bool Supports(Opcode op) const override { return runs_ ? IsValid(op) : Nic::Supports(op); }
+  void Shutdown() override {}
+
+ private:
+  const bool runs_;
+};
+
+TEST(ValidateTest, RefusesWhatNoBackendMayTakeAndWhatThisOneDoesNotOffer) {
+  CompletionQueue cq;
+  uint8_t buf[16] = {};
+  const Sge one{buf, sizeof buf};
+  const WorkRequest runs = WorkRequest::WriteRuns(1, 0, 0, {&one, 1});
+  ValidateOnlyNic plain(false), with_runs(true);
+  const Status refused = plain.Post(&cq, {&runs, 1});
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.ToString().find("WRITE_RUNS: not offered by this NIC"), std::string::npos) << refused.ToString();
+  EXPECT_TRUE(with_runs.Post(&cq, {&runs, 1}).ok());
+  EXPECT_TRUE(plain.Post(&cq, std::vector<WorkRequest>{WorkRequest::Write(1, 0, 0, {&one, 1}),
+                                                       WorkRequest::Read(0, 0, 0, {&one, 1})}).ok());
+
+  std::vector<WorkRequest> bad;
+  bad.push_back(WorkRequest::Write(2, 0, 0, {&one, 1}));  // no node 2 of 2
+  WorkRequest w = WorkRequest::Write(1, 0, 0, {&one, 1});
+  w.num_sge = kMaxSge + 1;
+  bad.push_back(w);
+  w = WorkRequest::Write(1, 0, 0, {&one, 1});
+  w.sge[0].addr = nullptr;
+  bad.push_back(w);
+  w = WorkRequest::Read(1, 0, 0, {&one, 1});
+  w.sge[0].length = kMaxTransfer + 1;
+  bad.push_back(w);
+  w = WorkRequest::Cas(1, 0, 0, 1, 2);
+  w.num_sge = 1;
+  w.sge[0] = one;
+  bad.push_back(w);
+  bad.push_back(WorkRequest::Lock(1, kMaxLocks));
+  w = WorkRequest::Send(1, {&one, 1});
+  w.op = static_cast<Opcode>(99);
+  bad.push_back(w);
+  for (const WorkRequest& b : bad) EXPECT_FALSE(with_runs.Post(&cq, {&b, 1}).ok()) << ToString(b.op);
 }
 
 TEST(WaitQueueTest, PollWaitAndTimeoutInBothModes) {

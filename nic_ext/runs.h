@@ -1,0 +1,51 @@
+// The gather list of a WRITE_RUNS (Opcode::kWriteRuns), read in one place:
+// by the targets that store runs (RegionTable), by the ofi backend that
+// turns them into RMA writes, and by the runtime's WRITE a run where a NIC
+// lacks WRITE_RUNS. The encoding is protocol/diff.h's:
+//   u32 offset | u32 length | length bytes     (little-endian, a run)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "nic_ext/transport.h"
+#include "util/coding.h"
+
+namespace svm::nic {
+
+struct Run {
+  uint32_t offset;  // from the WR's offset
+  std::span<const uint8_t> bytes;
+};
+
+// The run at *at of an encoding that CheckRuns accepted; *at moves past it.
+inline Run NextRun(std::span<const uint8_t> runs, size_t* at) {
+  const uint32_t offset = coding::DecodeFixed<uint32_t>(runs.data() + *at);
+  const uint32_t length = coding::DecodeFixed<uint32_t>(runs.data() + *at + 4);
+  const Run r{offset, runs.subspan(*at + kRunHeaderBytes, length)};
+  *at += kRunHeaderBytes + length;
+  return r;
+}
+
+// The verdict on an encoding before any of it is stored at `base` + each
+// run's offset: kRemoteInvalidRequest when it is malformed anywhere (a
+// truncated header or run, an empty run), else kRemoteAccessError when
+// fits(address, length) is false for some run or its address overflows,
+// else kSuccess. A malformed tail outranks an earlier run that does not fit.
+template <typename Fits>
+WcStatus CheckRuns(std::span<const uint8_t> runs, uint64_t base, Fits fits) {
+  WcStatus verdict = WcStatus::kSuccess;
+  for (size_t at = 0; at != runs.size();) {
+    if (runs.size() - at < kRunHeaderBytes) return WcStatus::kRemoteInvalidRequest;
+    const uint32_t length = coding::DecodeFixed<uint32_t>(runs.data() + at + 4);
+    if (length == 0 || runs.size() - at - kRunHeaderBytes < length) return WcStatus::kRemoteInvalidRequest;
+    const Run r = NextRun(runs, &at);
+    if (base > UINT64_MAX - r.offset || !fits(base + r.offset, uint64_t{length})) {
+      verdict = WcStatus::kRemoteAccessError;
+    }
+  }
+  return verdict;
+}
+
+}  // namespace svm::nic
