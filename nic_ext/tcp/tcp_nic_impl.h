@@ -209,8 +209,11 @@ class TcpNicImpl final : public TcpNic {
   void DropConn(Conn& c, const std::string& why, bool error);
   Status PostOne(CompletionQueue* cq, const WorkRequest& wr);
   void Flush(Conn& c, bool nic_thread);
+  // A send or receive on inline_ring_: bytes moved, or -errno.
   int InlineSend(int fd, const uint8_t* p, size_t n);
   int InlineRecv(int fd, uint8_t* p, size_t n);
+  template <typename Prep>
+  int RunInline(Prep prep);
   void SendOnRing_nt(Conn& c);
   void Wake();
   uint32_t AllocSlot(const WorkRequest& wr, CompletionQueue* cq);

@@ -179,12 +179,13 @@ Status TcpNicImpl::PostOne(CompletionQueue* cq, const WorkRequest& wr) {
   return Status::Ok();
 }
 
-int TcpNicImpl::InlineSend(int fd, const uint8_t* p, size_t n) {
+// MSG_DONTWAIT: the kernel answers -EAGAIN instead of arming a poll, so the
+// operation is over when the submit returns and never outlives this thread.
+template <typename Prep>
+int TcpNicImpl::RunInline(Prep prep) {
   io_uring_sqe* sqe = io_uring_get_sqe(&inline_ring_);
   if (sqe == nullptr) return -EAGAIN;  // cannot happen: one SQE at a time
-  // MSG_DONTWAIT: the kernel answers -EAGAIN instead of arming a poll, so the
-  // send is over when the submit returns and never outlives this thread.
-  io_uring_prep_send(sqe, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  prep(sqe);
   int rc = io_uring_submit_and_wait(&inline_ring_, 1);
   if (rc < 0) return rc;
   io_uring_cqe* cqe = nullptr;
@@ -195,18 +196,12 @@ int TcpNicImpl::InlineSend(int fd, const uint8_t* p, size_t n) {
   return res;
 }
 
+int TcpNicImpl::InlineSend(int fd, const uint8_t* p, size_t n) {
+  return RunInline([&](io_uring_sqe* sqe) { io_uring_prep_send(sqe, fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL); });
+}
+
 int TcpNicImpl::InlineRecv(int fd, uint8_t* p, size_t n) {
-  io_uring_sqe* sqe = io_uring_get_sqe(&inline_ring_);
-  if (sqe == nullptr) return -EAGAIN;  // cannot happen: one SQE at a time
-  io_uring_prep_recv(sqe, fd, p, n, MSG_DONTWAIT);  // -EAGAIN rather than a poll
-  int rc = io_uring_submit_and_wait(&inline_ring_, 1);
-  if (rc < 0) return rc;
-  io_uring_cqe* cqe = nullptr;
-  rc = io_uring_wait_cqe(&inline_ring_, &cqe);
-  if (rc < 0) return rc;
-  int res = cqe->res;
-  io_uring_cqe_seen(&inline_ring_, cqe);
-  return res;
+  return RunInline([&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd, p, n, MSG_DONTWAIT); });
 }
 
 void TcpNicImpl::FlushAll(bool nic_thread) {
