@@ -458,6 +458,19 @@ void Session::Cleanup() {
   dir_.clear();
 }
 
+// SIGINT, SIGTERM and SIGHUP blocked and read from the returned signalfd (the
+// main loop's way to stop); SIGPIPE ignored (a peer gone is a send error).
+UniqueFd StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  return UniqueFd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+}
+
 // svmd --agent: one session on a connection it makes itself; ends with the
 // job (svmrun closing the connection) or on SIGINT/SIGTERM/SIGHUP.
 int RunAgent(const AgentArgs& args, const std::string& level) {
@@ -466,14 +479,7 @@ int RunAgent(const AgentArgs& args, const std::string& level) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("svmd"));
   spdlog::set_pattern(std::string("svmd --agent on ") + host + ": %v");
   spdlog::set_level(spdlog::level::from_str(level));
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  UniqueFd sfd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd sfd = StopSignals();
   UniqueFd stop(eventfd(0, EFD_CLOEXEC));
   UniqueFd conn;
   Key session;
@@ -551,14 +557,7 @@ int Main(int argc, char** argv) {
     spdlog::error("--listen: {}", s.message());
     return 2;
   }
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  UniqueFd sfd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd sfd = StopSignals();
   UniqueFd stop(eventfd(0, EFD_CLOEXEC));
   UniqueFd lfd;
   if (s = Listen(host, port, &lfd, &bound); !s.ok()) {
