@@ -1,11 +1,12 @@
 #include "svmd/stats_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
+
+#include <fmt/format.h>
 
 namespace svm::svmd {
 namespace {
@@ -116,36 +117,28 @@ json Breakdown(const std::vector<const json*>& times) {
   return out;
 }
 
-std::string Ms(double ns) {
-  char b[32];
-  snprintf(b, sizeof(b), "%.3f", ns / 1e6);
-  return b;
-}
+std::string Ms(double ns) { return fmt::format("{:.3f}", ns / 1e6); }
 
 std::string Bytes(uint64_t n) {
-  char b[32];
-  if (n < 10 * 1024) snprintf(b, sizeof(b), "%llu B", static_cast<unsigned long long>(n));
-  else if (n < 10 * 1024 * 1024) snprintf(b, sizeof(b), "%.1f KiB", double(n) / 1024);
-  else snprintf(b, sizeof(b), "%.1f MiB", double(n) / (1024 * 1024));
-  return b;
+  if (n < 10 * 1024) return fmt::format("{} B", n);
+  if (n < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", double(n) / 1024);
+  if (n < 10ull * 1024 * 1024 * 1024) return fmt::format("{:.1f} MiB", double(n) / (1024 * 1024));
+  return fmt::format("{:.1f} GiB", double(n) / (1024 * 1024 * 1024));
 }
 
 void Table(std::string& out, const json& breakdown, bool skip_zero) {
-  char line[160];
-  snprintf(line, sizeof(line), "  %-24s %12s %12s %12s\n", "time per thread (ms)", "min", "avg", "max");
-  out += line;
-  auto row = [&](const std::string& label, const json& s) {
-    snprintf(line, sizeof(line), "  %-24s %12s %12s %12s\n", label.c_str(), Ms(s["min"]).c_str(),
-             Ms(s["avg"]).c_str(), Ms(s["max"]).c_str());
-    out += line;
+  auto row = [&](const std::string& label, const std::string& min, const std::string& avg, const std::string& max) {
+    out += fmt::format("  {:<24} {:>12} {:>12} {:>12}\n", label, min, avg, max);
   };
+  row("time per thread (ms)", "min", "avg", "max");
+  auto spread = [&](const std::string& label, const json& s) { row(label, Ms(s["min"]), Ms(s["avg"]), Ms(s["max"])); };
   for (const json& c : breakdown["categories"]) {
     const std::string name = c.get<std::string>();
-    const json& spread = breakdown["time_ns"][name];
-    if (skip_zero && name != "compute" && spread["max"].get<double>() == 0) continue;
-    row(Label(name), spread);
+    const json& times = breakdown["time_ns"][name];
+    if (skip_zero && name != "compute" && times["max"].get<double>() == 0) continue;
+    spread(Label(name), times);
   }
-  row("elapsed", breakdown["elapsed_ns"]);
+  spread("elapsed", breakdown["elapsed_ns"]);
 }
 
 uint64_t U(const json& j, const char* key) {
@@ -276,55 +269,37 @@ std::string DescribeJob(const json& m) {
 }
 
 std::string FormatStatsSummary(const json& m) {
-  std::string out;
-  char line[256];
   const json& s = m["summary"];
-  snprintf(line, sizeof(line), "svm statistics: %u nodes, %zu threads, elapsed %s ms",
-           m["nodes"].get<uint32_t>(), s["threads"].get<size_t>(), Ms(m["elapsed_ns"]).c_str());
-  out += line;
+  std::string out = fmt::format("svm statistics: {} nodes, {} threads, elapsed {} ms", m["nodes"].get<uint32_t>(),
+                                s["threads"].get<size_t>(), Ms(m["elapsed_ns"]));
   if (!m["missing_nodes"].empty()) out += " (no report from nodes " + m["missing_nodes"].dump() + ")";
   out += "\n";
   if (const std::string job = DescribeJob(m); !job.empty()) {
     const json& j = m["job"];
-    out += "  job: " + job + " | svm " + j.value("svm_version", "?") + " (" + j.value("git_commit", "?") +
-           ")\n";
+    out += fmt::format("  job: {} | svm {} ({})\n", job, j.value("svm_version", "?"), j.value("git_commit", "?"));
   }
   Table(out, s, true);
   if (s["handlers"].get<size_t>() > 0) {
     const json& h = s["handler_busy_ns"];
-    snprintf(line, sizeof(line), "  %-24s %12s %12s %12s  (%zu handler threads)\n", "handler busy",
-             Ms(h["min"]).c_str(), Ms(h["avg"]).c_str(), Ms(h["max"]).c_str(), s["handlers"].get<size_t>());
-    out += line;
+    out += fmt::format("  {:<24} {:>12} {:>12} {:>12}  ({} handler threads)\n", "handler busy", Ms(h["min"]),
+                       Ms(h["avg"]), Ms(h["max"]), s["handlers"].get<size_t>());
   }
-  snprintf(line, sizeof(line), "  protocol efficiency (compute / elapsed): %.1f %%\n",
-           100.0 * s["efficiency"].get<double>());
-  out += line;
+  out += fmt::format("  protocol efficiency (compute / elapsed): {:.1f} %\n", 100.0 * s["efficiency"].get<double>());
 
   const json& c = m["counters"];
-  snprintf(line, sizeof(line),
-           "  faults %llu read / %llu write; fetches %llu (retries %llu; pages %llu, %llu ahead (%llu strided): %llu used, "
-           "%llu unused); twins %llu; writes found by scans %llu (%llu scans); diffs %llu (%s, %llu "
-           "runs); invalidations %llu\n",
-           (unsigned long long)U(c, "read_faults"), (unsigned long long)U(c, "write_faults"),
-           (unsigned long long)U(c, "fetches"), (unsigned long long)U(c, "fetch_retries"),
-           (unsigned long long)U(c, "pages_fetched"), (unsigned long long)U(c, "pages_ahead"),
-           (unsigned long long)U(c, "pages_strided"),           (unsigned long long)U(c, "ahead_used"), (unsigned long long)U(c, "ahead_unused"),
-           (unsigned long long)U(c, "twins"), (unsigned long long)U(c, "pages_found_written"),
-           (unsigned long long)U(c, "write_scans"), (unsigned long long)U(c, "diffs"),
-           Bytes(U(c, "diff_bytes")).c_str(), (unsigned long long)U(c, "diff_runs"),
-           (unsigned long long)U(c, "invalidations"));
-  out += line;
-  snprintf(line, sizeof(line),
-           "  acquires %llu local / %llu remote; barriers %llu (%llu notices collected); protections "
-           "%llu; home pages untracked %llu (tracked later %llu, untracked again %llu, written ahead %llu); marks given back "
-           "%llu; messages %llu (%s)\n",
-           (unsigned long long)U(c, "local_acquires"), (unsigned long long)U(c, "remote_acquires"),
-           (unsigned long long)U(c, "barriers"), (unsigned long long)U(c, "notices_collected"),
-           (unsigned long long)U(c, "protections"), (unsigned long long)U(c, "untracked_pages"),
-           (unsigned long long)U(c, "tracked_pages"), (unsigned long long)U(c, "untracked_again"),
-           (unsigned long long)U(c, "pages_written_ahead"), (unsigned long long)U(c, "marks_dropped"),
-           (unsigned long long)U(c, "messages_sent"), Bytes(U(c, "bytes_sent")).c_str());
-  out += line;
+  auto n = [&](const char* key) { return U(c, key); };
+  out += fmt::format(
+      "  faults {} read / {} write; fetches {} (retries {}; pages {}, {} ahead ({} strided): {} used, {} unused); "
+      "twins {}; writes found by scans {} ({} scans); diffs {} ({}, {} runs); invalidations {}\n",
+      n("read_faults"), n("write_faults"), n("fetches"), n("fetch_retries"), n("pages_fetched"), n("pages_ahead"),
+      n("pages_strided"), n("ahead_used"), n("ahead_unused"), n("twins"), n("pages_found_written"),
+      n("write_scans"), n("diffs"), Bytes(n("diff_bytes")), n("diff_runs"), n("invalidations"));
+  out += fmt::format(
+      "  acquires {} local / {} remote; barriers {} ({} notices collected); protections {}; home pages untracked "
+      "{} (tracked later {}, untracked again {}, written ahead {}); marks given back {}; messages {} ({})\n",
+      n("local_acquires"), n("remote_acquires"), n("barriers"), n("notices_collected"), n("protections"),
+      n("untracked_pages"), n("tracked_pages"), n("untracked_again"), n("pages_written_ahead"), n("marks_dropped"),
+      n("messages_sent"), Bytes(n("bytes_sent")));
   if (c.contains("messages") && !c["messages"].empty()) {
     out += "  messages by type:";
     for (auto it = c["messages"].begin(); it != c["messages"].end(); ++it)
@@ -340,9 +315,8 @@ std::string FormatStatsSummary(const json& m) {
     out += "\n";
   }
   for (auto it = m["phases"].begin(); it != m["phases"].end(); ++it) {
-    snprintf(line, sizeof(line), "phase \"%s\": %zu threads, efficiency %.1f %%\n", it.key().c_str(),
-             it.value()["threads"].get<size_t>(), 100.0 * it.value()["efficiency"].get<double>());
-    out += line;
+    out += fmt::format("phase \"{}\": {} threads, efficiency {:.1f} %\n", it.key(), it.value()["threads"].get<size_t>(),
+                       100.0 * it.value()["efficiency"].get<double>());
     Table(out, it.value(), true);
   }
   return out;

@@ -119,6 +119,26 @@ TEST(StatsReport, SummaryTableNamesEveryPart) {
   EXPECT_EQ(text.find("overhead: twin"), std::string::npos) << text;
 }
 
+// Counters of a long run (billions of faults, bytes in GiB) print whole:
+// the counter lines were formatted into a 256-byte buffer, which cut them
+// off, newline included, once the numbers grew.
+TEST(StatsReport, LargeCountersArePrintedWhole) {
+  std::vector<json> reports = TwoNodes();
+  const uint64_t big = 12'345'678'901ull;
+  for (const char* c : {"read_faults", "write_faults", "fetches", "fetch_retries", "pages_fetched", "pages_ahead",
+                        "pages_strided", "ahead_used", "ahead_unused", "twins", "pages_found_written", "write_scans",
+                        "diffs", "diff_bytes", "diff_runs", "invalidations", "local_acquires", "protections",
+                        "untracked_pages", "tracked_pages", "untracked_again", "pages_written_ahead",
+                        "marks_dropped", "messages_sent", "bytes_sent", "notices_collected"})
+    reports[0]["counters"][c] = big;
+  json m;
+  ASSERT_TRUE(MergeStats(reports, 2, {}, 5000, &m).ok());
+  const std::string text = FormatStatsSummary(m);
+  for (const char* want : {"invalidations 12345678901\n", "written ahead 12345678901", "marks given back 12345678901",
+                           "messages 12345678901 (11.5 GiB)\n"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
+
 TEST(StatsReport, JobConfigCarriesTheConfiguration) {
   Options o;
   o.nodes = 4;
