@@ -1,6 +1,7 @@
 // Runtime as the protocol's Host: messages, frames, protection, wake-ups; and
 // the fault path that drives the Node on behalf of a faulting thread.
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 
+#include "control/control_client.h"
 #include "libsvm/fragment.h"
 #include "libsvm/runtime.h"
 #include "libsvm/runtime_state.h"
@@ -310,12 +312,17 @@ void Runtime::PostSend(NodeId to, std::vector<uint8_t> bytes) {
 }
 
 // Once the job is exiting the NIC is shut down and the other nodes are gone;
-// a thread still talking to them just waits for the process to end.
+// a thread still talking to them just waits for the process to end. So does
+// one that lost a peer as the job ends elsewhere: a node that has exited
+// breaks its connections before svmrun's TERMINATE reaches the others (a
+// message sent to it is flushed, and its peers died of that with a critical
+// line after a clean run). Only a loss that svmrun does not follow with the
+// end of the job within kEndOfJobGrace is a failure of this node's.
 void Runtime::NetworkFailed(const std::string& what) {
-  if (exiting_.load()) {
-    while (true) pause();
-  }
-  Die(what);
+  pollfd p{svmd::TerminateFd(), POLLIN, 0};
+  const bool ending = exiting_.load() || (p.fd >= 0 && poll(&p, 1, int(kEndOfJobGrace.count())) > 0);
+  if (!ending) Die(what);
+  while (true) pause();  // the OnTerminate callback ends the process
 }
 
 void Runtime::ReapSends() {

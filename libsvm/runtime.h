@@ -286,6 +286,9 @@ class Runtime final : public Host {
   // The futex call that wakes s, asleep at `where` (Slot::asleep).
   void WakeAsleep(Slot& s, uint32_t where);
   static constexpr uint32_t kOnWake = 1, kOnQueue = 2;
+  // How long a node that lost a peer waits for svmrun to end the job before
+  // it reports the loss as its failure (NetworkFailed).
+  static constexpr std::chrono::milliseconds kEndOfJobGrace{2000};
   // After a Node call: frees sent buffers and notes whether waiting threads
   // must poll (one-sided operations in flight, or Node::NeedsPoll).
   // REQUIRES: mu_ held.
