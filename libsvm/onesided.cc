@@ -347,14 +347,7 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
         nic::WcStatus::kSuccess) {
       Die(fmt::format("diff of page {}: malformed ({} bytes)", p, op->buf.size()));
     }
-    nic::Sge run_bytes{};
-    nic::WorkRequest write = nic::WorkRequest::Write(home, region, offset, {&run_bytes, 1});
-    for (size_t at = 0; at < op->buf.size();) {
-      const nic::Run run = nic::NextRun(op->buf, &at);
-      write.offset = offset + run.offset;
-      write.sge[0] = {const_cast<uint8_t*>(run.bytes.data()), uint32_t(run.bytes.size())};
-      wrs.push_back(write);
-    }
+    nic::AppendRunWrites(op->buf, home, region, offset, &wrs);
   }
   // Then the version: whoever reads it after the page sees these runs.
   const nic::Sge version{&op->interval, sizeof(IntervalId)};

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "nic_ext/transport.h"
 #include "util/coding.h"
@@ -46,6 +47,19 @@ WcStatus CheckRuns(std::span<const uint8_t> runs, uint64_t base, Fits fits) {
     }
   }
   return verdict;
+}
+
+// The runs as a WRITE each, to `offset` + each run's offset of `region` at
+// `peer`, appended to *out: for a NIC without WRITE_RUNS (Nic::Supports).
+// Their gather lists point into `runs`, which must outlive them.
+// REQUIRES: CheckRuns accepted runs.
+inline void AppendRunWrites(std::span<const uint8_t> runs, NodeId peer, RegionId region, uint64_t offset,
+                            std::vector<WorkRequest>* out) {
+  for (size_t at = 0; at != runs.size();) {
+    const Run r = NextRun(runs, &at);
+    const Sge bytes{const_cast<uint8_t*>(r.bytes.data()), static_cast<uint32_t>(r.bytes.size())};
+    out->push_back(WorkRequest::Write(peer, region, offset + r.offset, {&bytes, 1}));
+  }
 }
 
 }  // namespace svm::nic

@@ -170,6 +170,33 @@ TEST(RegionTableTest, StoreRunsStoresAllOrNone) {
   EXPECT_EQ(mem, want);
 }
 
+// Where a NIC lacks WRITE_RUNS the runtime posts the runs as a WRITE each:
+// served by the target, they store what WRITE_RUNS stores.
+TEST(RunsTest, RunWritesStoreWhatWriteRunsStores) {
+  std::vector<uint8_t> runs;
+  AppendRun(&runs, 0, 3, 4);
+  AppendRun(&runs, 17, 1, 5);
+  AppendRun(&runs, 40, 24, 6);
+  std::array<uint8_t, 128> by_runs{}, by_writes{};
+  RegionTable a, b;
+  ASSERT_TRUE(a.Add({3, by_runs.data(), by_runs.size()}).ok());
+  ASSERT_TRUE(b.Add({3, by_writes.data(), by_writes.size()}).ok());
+  ASSERT_EQ(a.StoreRuns(3, 64, runs), WcStatus::kSuccess);
+  std::vector<WorkRequest> writes;
+  AppendRunWrites(runs, 1, 3, 64, &writes);
+  ASSERT_EQ(writes.size(), 3u);
+  for (const WorkRequest& w : writes) {
+    EXPECT_EQ(w.op, Opcode::kWrite);
+    EXPECT_EQ(w.peer, 1u);
+    Completion c;
+    b.Serve(w, &c);
+    EXPECT_EQ(c.status, WcStatus::kSuccess);
+  }
+  EXPECT_EQ(writes[1].offset, 64u + 17);
+  EXPECT_EQ(writes[2].Bytes(), 24u);
+  EXPECT_EQ(by_writes, by_runs);
+}
+
 // A NIC that moves nothing: what every backend's Post checks first.
 class ValidateOnlyNic final : public Nic {
  public:
