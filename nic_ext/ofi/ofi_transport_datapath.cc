@@ -15,7 +15,6 @@
 
 #include "nic_ext/ofi/ofi_nic_impl.h"
 #include "nic_ext/runs.h"
-#include "util/coding.h"
 
 namespace svm::nic {
 namespace {
