@@ -1,6 +1,9 @@
 #include "libsvm/syscalls.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -8,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "libsvm/next_symbol.h"
 #include "libsvm/prim/fault.h"
@@ -389,9 +393,35 @@ int ClockNanosleep(clockid_t clock, int flags, const timespec* req, timespec* re
 // two threads' first syscall() at once overflowed the waiter's stack.
 SVM_NEXT_FN(real_syscall, long (*)(long, ...), "syscall");
 
+namespace {
+// A futex wait on shared memory: std::atomic<T>::wait, std::promise and
+// std::future, std::counting_semaphore, hand-made locks. Among one node's
+// threads it works; svm carries no wake-up (and no atomic) between nodes, so
+// a thread on another node can never end it, and the program hangs without
+// a word (the stall report, if any, comes much later). Said once, with what
+// to use instead. write(2): syscall() may run in a signal handler.
+void NoteSharedFutexWait(long op, const void* word) {
+  const long cmd = op & FUTEX_CMD_MASK;
+  if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET) return;
+  const Runtime* rt = Runtime::Get();
+  if (rt == nullptr || rt->options().nodes < 2 || !t_app || !rt->IsShared(word)) return;
+  static std::atomic<bool> said{false};
+  if (said.exchange(true, std::memory_order_relaxed)) return;
+  char line[512];
+  const int n = snprintf(line, sizeof line,
+                         "svm: a futex wait on shared memory at %p (std::atomic wait, std::promise/std::future, "
+                         "std::counting_semaphore, a hand-made lock): it works among one node's threads, but svm "
+                         "carries no futex wake-up between nodes, so a thread on another node cannot end it; use "
+                         "pthread mutexes, condition variables or semaphores across nodes (doc/pthreads.md)\n",
+                         word);
+  if (n > 0) (void)!write(2, line, std::min(size_t(n), sizeof line - 1));
+}
+}  // namespace
+
 // syscall(2): nothing says which arguments are pointers; every argument
 // that points into shared memory is treated as a buffer of unknown size.
 long Syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
+  if (number == SYS_futex) NoteSharedFutexWait(a2, reinterpret_cast<const void*>(a1));
   const auto real = real_syscall.get();
   auto any = [](long v) { return Any(reinterpret_cast<const void*>(v)); };
   return Gate({any(a1), any(a2), any(a3), any(a4), any(a5), any(a6)},

@@ -211,6 +211,13 @@ std::vector<Case> Cases() {
     return l;
   });
   rt("signals", "signals", {}, [](const Point&) { return Lines{"signals default"}; });
+  // A futex wait on shared memory cannot be woken from another node: said
+  // once on stderr, where a program would otherwise hang without a word
+  // (not for a private word; the program checks that and the "once").
+  rt("futex-shared", "futex_shared", {}, [](const Point&) {
+    return Lines{"futex_shared EAGAIN private quiet, again quiet"};
+  }).stderr_has = {"svm: a futex wait on shared memory at"};
+  c.back().only = {Point{2, 1, B::kUffd, "base"}, Point{2, 1, B::kMprotect, "base"}, Point{2, 1, B::kUffd, "nil"}};
   rt("fork", "fork", {}, [](const Point&) {
     return Lines{"fork refused", "child ran: no job", "system 0"};
   });
