@@ -246,10 +246,15 @@ static int MutexLockUntil(pthread_mutex_t* m, const int64_t* deadline) {
   return 0;
 }
 
-// A lock whose token is here and idle is taken at once; one held by a thread
-// of this node is busy. One held elsewhere is acquired normally: we cannot
-// tell a free remote lock from a held one without asking, and asking is the
-// acquire.
+// A try-lock takes a lock whose token is here and idle at once; one held by
+// a thread of this node is busy. One elsewhere cannot be told free from held
+// without asking, and asking is the acquire: it is asked for and waited for
+// at most kTryRemoteNs (hand-offs take 0.1-1 ms, more on a loaded host),
+// then EBUSY; the token, if it comes later, stays here idle for the next
+// try. Waiting without bound, as before, deadlocked two threads that each
+// hold one lock and try the other's, the pattern try-locks are for.
+static constexpr int64_t kTryRemoteNs = 5'000'000;
+
 int MutexTryLock(pthread_mutex_t* m) {
   RuntimeScope scope;
   if (Rt().HeldOnThisNode(Id(m))) {
@@ -257,7 +262,9 @@ int MutexTryLock(pthread_mutex_t* m) {
     if (kind == PTHREAD_MUTEX_RECURSIVE) return MutexLock(m);
     return EBUSY;
   }
-  return MutexLock(m);
+  const int64_t deadline = Runtime::MonotonicNs() + kTryRemoteNs;
+  const int err = MutexLockUntil(m, &deadline);
+  return err == ETIMEDOUT ? EBUSY : err;
 }
 
 int MutexLock(pthread_mutex_t* m) { return MutexLockUntil(m, nullptr); }
@@ -418,11 +425,11 @@ int LockExclusive(LockId l) {
   return 0;
 }
 
+// As MutexTryLock.
 int TryLockExclusive(LockId l) {
   RuntimeScope scope;
   if (Rt().HeldOnThisNode(l)) return EBUSY;
-  Rt().Acquire(l);
-  return 0;
+  return Rt().AcquireUntil(l, Runtime::MonotonicNs() + kTryRemoteNs) ? 0 : EBUSY;
 }
 
 int UnlockExclusive(LockId l) {

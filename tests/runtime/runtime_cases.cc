@@ -342,6 +342,13 @@ std::vector<Case> Cases() {
   litmus("pshared", "pshared", {"{P}", "100"}, [](const Point& p) {
     return Lines{"pshared " + Str(100L * p.workers()) + " " + Str(p.workers())};
   }).stderr_has = {"process-shared mutex", "process-shared barrier", "process-shared semaphore"};
+  // Two threads on two nodes each hold a lock and try the other's: both
+  // tries fail (they deadlocked while a try of a remote lock waited for it).
+  litmus("trylock-cross", "trylock_cross", {}, [](const Point&) {
+    return Lines{"trylock_cross mutex EBUSY EBUSY spin EBUSY EBUSY rwlock EBUSY EBUSY free ok"};
+  }).only = {Point{2, 1, B::kUffd, "base"}, Point{2, 1, B::kMprotect, "base"}, Point{1, 2, B::kUffd, "base"},
+             Point{2, 1, B::kUffd, "dw"},   Point{2, 1, B::kUffd, "rf"},       Point{2, 1, B::kUffd, "dd"},
+             Point{2, 1, B::kUffd, "nil"}};
   litmus("rwlock", "rwlock", {"{P}", "200"}, [](const Point& p) {
     return Lines{"rwlock " + Str(50L * p.workers()) + " " + Str(150L * p.workers())};
   });
