@@ -403,8 +403,9 @@ namespace {
 void NoteSharedFutexWait(long op, const void* word) {
   const long cmd = op & FUTEX_CMD_MASK;
   if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET) return;
+  if (!Ours()) return;  // the runtime's own waits are not the program's
   const Runtime* rt = Runtime::Get();
-  if (rt == nullptr || rt->options().nodes < 2 || !t_app || !rt->IsShared(word)) return;
+  if (rt->options().nodes < 2 || !rt->IsShared(word)) return;
   static std::atomic<bool> said{false};
   if (said.exchange(true, std::memory_order_relaxed)) return;
   char line[512];
