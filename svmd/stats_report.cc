@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -126,19 +127,26 @@ std::string Bytes(uint64_t n) {
   return fmt::format("{:.1f} GiB", double(n) / (1024 * 1024 * 1024));
 }
 
+// A row of the time table: a label and three columns, then `note`.
+void Row(std::string& out, std::string_view label, std::string_view min, std::string_view avg, std::string_view max,
+         std::string_view note = "") {
+  out += fmt::format("  {:<24} {:>12} {:>12} {:>12}{}\n", label, min, avg, max, note);
+}
+
+// A min / avg / max spread of nanoseconds, in ms.
+void SpreadRow(std::string& out, std::string_view label, const json& s, std::string_view note = "") {
+  Row(out, label, Ms(s["min"]), Ms(s["avg"]), Ms(s["max"]), note);
+}
+
 void Table(std::string& out, const json& breakdown, bool skip_zero) {
-  auto row = [&](const std::string& label, const std::string& min, const std::string& avg, const std::string& max) {
-    out += fmt::format("  {:<24} {:>12} {:>12} {:>12}\n", label, min, avg, max);
-  };
-  row("time per thread (ms)", "min", "avg", "max");
-  auto spread = [&](const std::string& label, const json& s) { row(label, Ms(s["min"]), Ms(s["avg"]), Ms(s["max"])); };
+  Row(out, "time per thread (ms)", "min", "avg", "max");
   for (const json& c : breakdown["categories"]) {
     const std::string name = c.get<std::string>();
     const json& times = breakdown["time_ns"][name];
     if (skip_zero && name != "compute" && times["max"].get<double>() == 0) continue;
-    spread(Label(name), times);
+    SpreadRow(out, Label(name), times);
   }
-  spread("elapsed", breakdown["elapsed_ns"]);
+  SpreadRow(out, "elapsed", breakdown["elapsed_ns"]);
 }
 
 uint64_t U(const json& j, const char* key) {
@@ -280,9 +288,8 @@ std::string FormatStatsSummary(const json& m) {
   }
   Table(out, s, true);
   if (s["handlers"].get<size_t>() > 0) {
-    const json& h = s["handler_busy_ns"];
-    out += fmt::format("  {:<24} {:>12} {:>12} {:>12}  ({} handler threads)\n", "handler busy", Ms(h["min"]),
-                       Ms(h["avg"]), Ms(h["max"]), s["handlers"].get<size_t>());
+    SpreadRow(out, "handler busy", s["handler_busy_ns"],
+              fmt::format("  ({} handler threads)", s["handlers"].get<size_t>()));
   }
   out += fmt::format("  protocol efficiency (compute / elapsed): {:.1f} %\n", 100.0 * s["efficiency"].get<double>());
 
