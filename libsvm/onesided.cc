@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cassert>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -39,9 +40,29 @@ Status Export(const char* name, size_t bytes, SharedMemory* mem, T** out) {
   return Status::Ok();
 }
 
+// Most operations and map nodes kept for reuse, and how many a node starts
+// with: a fault's read and what a barrier leaves in flight beside it (marks
+// given back, diffs), each with room for a page and a run's versions.
+constexpr size_t kSpareOps = 64;
+constexpr size_t kFirstSpareOps = 8;
+
 }  // namespace
 
 Status Runtime::OpenExported() {
+  // The fault path's working vectors at their largest (a strided run: a
+  // mark, a version and a frame a page), so that a remote fault allocates
+  // nothing once the node is up (issue 14).
+  spare_ops_.reserve(kSpareOps);
+  spare_nodes_.reserve(kSpareOps);
+  read_versions_.assign(kMaxPageRun, VectorTime(opts_.nodes));
+  read_wrs_.reserve(3 * kMaxPageRun);
+  batched_posts_.reserve(3 * kMaxPageRun);
+  for (uint64_t i = 0; i < kFirstSpareOps; ++i) {
+    auto op = std::make_unique<OneSided>();
+    op->buf.reserve(geometry_.page_size + kMaxPageRun * opts_.nodes * sizeof(IntervalId));
+    spare_ops_.push_back(std::move(op));
+    spare_nodes_.push_back(os_ops_.extract(os_ops_.emplace(i, nullptr).first));
+  }
   const uint32_t n = opts_.nodes;
   versions_bytes_ = geometry_.pages * n * sizeof(IntervalId);
   if (Status st = Export("svm-versions", versions_bytes_, &versions_mem_, &versions_); !st.ok()) return st;
@@ -184,9 +205,6 @@ void Runtime::PostNow(std::span<nic::WorkRequest> wrs) {
     }
   }
 }
-
-// Most operations and map nodes kept for reuse.
-constexpr size_t kSpareOps = 64;
 
 std::unique_ptr<Runtime::OneSided> Runtime::NewOp(uint8_t kind) {
   std::unique_ptr<OneSided> op;
@@ -458,10 +476,10 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
     switch (op->kind) {
       case OneSided::Kind::kReadPage: {
         stats::NodeCall call(node_->stats());
-        while (read_versions_.size() < op->count) read_versions_.emplace_back(opts_.nodes);
         for (uint32_t i = 0; i < op->count; ++i)
           for (NodeId n = 0; n < opts_.nodes; ++n)
             read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
+        assert(op->count <= read_versions_.size());  // count <= kMaxPageRun
         const std::span<const VectorTime> versions(read_versions_.data(), op->count);
         const size_t bytes = size_t(op->count) * Frame(op->page).size();
         std::span<const uint8_t> data;  // none: they landed in their frames

@@ -41,6 +41,7 @@ Node::Node(const NodeConfig& config, Host* host)
   assert(config.geometry.Validate().ok());
   assert(config.self < config.geometry.nodes);
   assert(config.threads >= 1);
+  fills_.reserve(config.max_run);  // a run's fills: a remote fault allocates nothing
 }
 
 Node::~Node() = default;

@@ -134,7 +134,9 @@ class TcpNicImpl final : public TcpNic {
   // condition variable costs two (the NIC thread's, then the waiter's).
   class Driver final : public QueueDriver {
    public:
-    Driver(TcpNicImpl* nic, bool all_peers) : nic_(nic), all_peers_(all_peers) {}
+    Driver(TcpNicImpl* nic, bool all_peers) : nic_(nic), all_peers_(all_peers) {
+      sleepers_.reserve(64);  // a sleep allocates nothing (a remote fault's wait)
+    }
     bool Drive() override;
     void Enter() override { active_.fetch_add(1, std::memory_order_seq_cst); }
     void Leave(bool got) override;
