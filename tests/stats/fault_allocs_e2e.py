@@ -7,8 +7,10 @@ rf. The reader makes ~190 remote faults there and may allocate at most
 STEADY_BOUND times in all, never once a fault: what a thread or a pool
 makes once may fall there (a thread's first sleep in the tcp NIC makes its
 eventfd; a pooled operation's buffer grows to a larger run). Measured 0 in
-18 of 20 runs, 2 in the others (tcp rf); before the runtime started with
-its pools of one-sided operations at their working size, rf made 3-5.
+18 of 20 runs, 2 in the others (tcp rf). Before the runtime started with
+its pools of one-sided operations at their working size, rf's re-reads
+made 5 (shm, all in the first two sweeps); with only its vectors reserved,
+3-4 fell in these later sweeps.
 
 Runs bench/programs/remote_fault under svmrun -n 2 --stats (node 0 first
 touches the pages, node 1 reads each cold: a remote fault per page or per
