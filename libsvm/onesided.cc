@@ -15,7 +15,6 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <cassert>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -479,7 +478,7 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
         for (uint32_t i = 0; i < op->count; ++i)
           for (NodeId n = 0; n < opts_.nodes; ++n)
             read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
-        assert(op->count <= read_versions_.size());  // count <= kMaxPageRun
+        if (read_versions_.size() < op->count) read_versions_.resize(op->count, VectorTime(opts_.nodes));
         const std::span<const VectorTime> versions(read_versions_.data(), op->count);
         const size_t bytes = size_t(op->count) * Frame(op->page).size();
         std::span<const uint8_t> data;  // none: they landed in their frames
