@@ -475,10 +475,10 @@ void Runtime::OnOneSided(std::span<const nic::Completion> done) {
     switch (op->kind) {
       case OneSided::Kind::kReadPage: {
         stats::NodeCall call(node_->stats());
+        if (read_versions_.size() < op->count) read_versions_.resize(op->count, VectorTime(opts_.nodes));
         for (uint32_t i = 0; i < op->count; ++i)
           for (NodeId n = 0; n < opts_.nodes; ++n)
             read_versions_[i][n] = coding::DecodeFixed<uint32_t>(op->buf.data() + i * vbytes + n * sizeof(IntervalId));
-        if (read_versions_.size() < op->count) read_versions_.resize(op->count, VectorTime(opts_.nodes));
         const std::span<const VectorTime> versions(read_versions_.data(), op->count);
         const size_t bytes = size_t(op->count) * Frame(op->page).size();
         std::span<const uint8_t> data;  // none: they landed in their frames
