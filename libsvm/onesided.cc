@@ -47,10 +47,10 @@ constexpr size_t kFirstSpareOps = 8;
 
 }  // namespace
 
-Status Runtime::OpenExported() {
-  // The fault path's working vectors at their largest (a strided run: a
-  // mark, a version and a frame a page), so that a remote fault allocates
-  // nothing once the node is up (issue 14).
+// The fault path's working vectors at their largest (a strided run: a mark,
+// a version and a frame a page), so that a remote fault allocates nothing
+// once the node is up (issue 14).
+void Runtime::PrepareOneSided() {
   spare_ops_.reserve(kSpareOps);
   spare_nodes_.reserve(kSpareOps);
   read_versions_.assign(kMaxPageRun, VectorTime(opts_.nodes));
@@ -62,6 +62,9 @@ Status Runtime::OpenExported() {
     spare_ops_.push_back(std::move(op));
     spare_nodes_.push_back(os_ops_.extract(os_ops_.emplace(i, nullptr).first));
   }
+}
+
+Status Runtime::OpenExported() {
   const uint32_t n = opts_.nodes;
   versions_bytes_ = geometry_.pages * n * sizeof(IntervalId);
   if (Status st = Export("svm-versions", versions_bytes_, &versions_mem_, &versions_); !st.ok()) return st;

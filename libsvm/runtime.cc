@@ -334,6 +334,7 @@ Status Runtime::Connect() {
   nc.geometry.pages += kMaxGlobalsPages;
   geometry_ = nc.geometry;
   // Memory the peers' NICs will access (registered later, in ConnectNic).
+  PrepareOneSided();
   if (Status st = OpenExported(); !st.ok()) return st;
   node_ = std::make_unique<Node>(nc, this);
 

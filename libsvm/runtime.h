@@ -297,6 +297,7 @@ class Runtime final : public Host {
   // One-sided operations (onesided.cc).
   struct OneSided;
   Status OpenExported();  // the exported memory, before the NIC connects
+  void PrepareOneSided();  // the pools a remote fault takes from
   // Where page p's frame lies in the exported regions.
   std::pair<uint32_t, uint64_t> FrameAt(PageId p);
   // Posts wrs (every one carrying op's wr id); the op is then in flight.
