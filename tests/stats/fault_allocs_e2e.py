@@ -62,7 +62,7 @@ for transport in ("shm", "tcp"):
         threads = app_threads(mode, SMALL, transport, STEADY_ROUNDS)
         if threads is None:
             continue
-        phases = {ph["name"]: ph["counters"] for ph in threads[1].get("phases", [])}
+        phases = {ph["name"]: ph["counters"] for ph in threads.get(1, {}).get("phases", [])}
         steady = phases.get("reread", {})
         allocs, faults = steady.get("runtime_allocs", -1), steady.get("read_faults", 0)
         e2e.check("%s %s: reader's later re-reads: %d allocations in %d faults (<= %d)" %
