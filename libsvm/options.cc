@@ -235,8 +235,10 @@ constexpr Row kTable[] = {
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->host_nodes, 0, UINT32_MAX); }},
     {"SVM_HOST_CPUS", "CPUs the job's nodes on this host share (svmrun and svmd set it)",
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->host_cpus, 0, UINT32_MAX); }},
+    {"SVM_HOST_WAKE_NS", "what waking a thread on another CPU costs here, in ns (svmrun and svmd measure it for pinned nodes)",
+     [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->host_wake_ns, 0, 1'000'000'000); }},
     {"SVM_SPIN", "waiting threads spin before they sleep: auto (unless the host has more single-thread nodes than CPUs, or "
-     "such a node is pinned to fewer than 3 CPUs), on, off",
+     "such a node is pinned to fewer than 3 CPUs where wake-ups are cheap), on, off",
      [](const char* k, std::string_view v, Options* o) {
        return OneOf(k, v, &o->spin, {{{"auto", SpinPolicy::kAuto}, {"on", SpinPolicy::kOn}, {"off", SpinPolicy::kOff}}});
      }},
@@ -290,6 +292,18 @@ bool Cramped(const Options& o, Cpus c) {
   return o.threads_per_node == 1 && c.allowed != 0 && c.allowed < HostCpus(o, c) &&
          c.allowed < o.threads_per_node + kServiceThreads;
 }
+
+// Where waking a thread on another CPU costs this much, a cramped node
+// still spins: each message that finds its receiver asleep pays a wake-up,
+// and that outweighs what the spinners take from the threads they wait
+// for. On a 2-CPU virtual machine waking costs 25-50 us, and 2 x 1 pinned
+// ran barnes, ocean and water-nsquared 3-8x faster spinning (fft the same,
+// lu 1.3x slower; doc/scaling.md); the 16-CPU host of the rule above had
+// not measured its wake-ups (its local fault cost 2.4 us against 20.7).
+constexpr uint64_t kDearWakeNs = 15'000;
+
+// Cramped, and waking a sleeper is cheap enough to sleep at once.
+bool SleepAtOnce(const Options& o, Cpus c) { return Cramped(o, c) && o.host_wake_ns < kDearWakeNs; }
 }  // namespace
 
 Cpus CpusHere() {
@@ -308,7 +322,7 @@ uint32_t NodeCpus(const Options& o, Cpus c) {
 
 bool ShouldSpin(const Options& o, Cpus c) {
   if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
-  if (Cramped(o, c)) return false;
+  if (SleepAtOnce(o, c)) return false;
   // Nodes of several threads still spin: a thread waiting for a sibling
   // (a local lock hand-off) is better served by a spin that yields to it
   // (10^5 lock pairs 4 x 2 on 2 CPUs: 2.4-3.0 s spinning, 3.6-3.9 s not).
@@ -320,7 +334,7 @@ bool ShouldSpin(const Options& o, Cpus c) {
 // CPUs (10^5 lock pairs 4 x 2 on 2 CPUs: 3.2 -> 4.7 s).
 bool ShouldSpinLong(const Options& o, Cpus c) {
   if (o.spin != SpinPolicy::kAuto) return o.spin == SpinPolicy::kOn;
-  return NodesFitCpus(o, c) && !Cramped(o, c);
+  return NodesFitCpus(o, c) && !SleepAtOnce(o, c);
 }
 
 std::string DescribeEnvironment() {

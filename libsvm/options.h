@@ -23,7 +23,8 @@ enum class WriteDetection : uint8_t { kAuto, kScan, kFault };
 // Whether a waiting thread spins before it sleeps (SVM_SPIN). kAuto: unless
 // this host runs more of the job's nodes than it has CPUs, or a node is
 // pinned to fewer CPUs than it has threads that spin, where a spinner
-// takes the CPU from the thread it waits for (ShouldSpin).
+// takes the CPU from the thread it waits for, and waking a sleeper is
+// cheap (ShouldSpin).
 enum class SpinPolicy : uint8_t { kAuto, kOn, kOff };
 
 struct Options {
@@ -32,6 +33,7 @@ struct Options {
   uint32_t threads_per_node = 1;   // SVM_THREADS_PER_NODE
   uint32_t host_nodes = 0;         // SVM_HOST_NODES: the job's nodes on this host (0: unknown)
   uint32_t host_cpus = 0;          // SVM_HOST_CPUS: CPUs they share (0: unknown)
+  uint64_t host_wake_ns = 0;       // SVM_HOST_WAKE_NS: waking a thread on another CPU (0: unknown)
   SpinPolicy spin = SpinPolicy::kAuto;  // SVM_SPIN
   Placement place = Placement::kBlock;
   Mode mode = Mode::kBase;
@@ -76,7 +78,8 @@ Cpus CpusHere();
 // for auto, whether the host has a CPU for each of its nodes or the nodes
 // run several threads each, unless a node of one thread is confined to
 // fewer CPUs than the threads that spin in it (the program's, the
-// handler's and the NIC's). Unknown counts (0) count as enough CPUs,
+// handler's and the NIC's) on a host where a wake-up from another CPU
+// costs less than 15 us (or is unknown). Unknown counts (0) count as enough CPUs,
 // except that every node of an shm job runs on this host and
 // SVM_HOST_CPUS missing means the online count.
 bool ShouldSpin(const Options& o, Cpus cpus);

@@ -96,7 +96,10 @@ Status Runtime::Start() {
   cpus_here_ = int(NodeCpus(opts_, cpus));
   (void)prctl(PR_GET_NAME, program_name_);  // the main thread: the program's name
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());
-  if (opts_.verbose && opts_.node == 0) spdlog::warn("waiting threads {} before they sleep", spin_ ? "spin" : "do not spin");
+  if (opts_.verbose && opts_.node == 0) {
+    const std::string wake = opts_.host_wake_ns == 0 ? "not measured" : fmt::format("{:.1f} us", opts_.host_wake_ns / 1e3);
+    spdlog::warn("waiting threads {} before they sleep (a wake-up from another CPU: {})", spin_ ? "spin" : "do not spin", wake);
+  }
   if (!opts_.stats_dir.empty() || opts_.show_stats) {
     stats::Enable();
     // What a fault costs in the kernel, so that it is charged to the fault

@@ -55,10 +55,11 @@ std::vector<std::vector<int>> DealCpus(const std::vector<int>& cpus, uint32_t co
 // DealCpus over the CPUs this process may run on (--pin node).
 Status CpuShares(uint32_t count, std::vector<cpu_set_t>* shares);
 // What `count` node processes started here learn of their host:
-// SVM_HOST_NODES=count and SVM_HOST_CPUS=the CPUs this process may run on.
-// With more nodes than CPUs a node's waiting threads block at once rather
-// than spin (libsvm, Runtime::SpinThenSleep).
-std::vector<std::string> HostEnv(uint32_t count);
+// SVM_HOST_NODES=count, SVM_HOST_CPUS=the CPUs this process may run on,
+// and for pinned nodes SVM_HOST_WAKE_NS=what waking a thread on another
+// of them costs (MeasureWakeUpNs). The nodes' spin policy weighs them
+// (libsvm/options.h ShouldSpin).
+std::vector<std::string> HostEnv(uint32_t count, bool pinned);
 
 class LocalNode {
  public:

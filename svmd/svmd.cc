@@ -219,9 +219,10 @@ Status Session::StartJob(const Frame& f, const Key& session) {
     base.push_back("SVM_STATS_DIR=" + dir_);
   }
   base.push_back("SVM_CONTROL=" + req.control);
-  OverlayEnvironment(HostEnv(uint32_t(req.node_ids.size())), &base);
+  const bool pinned = std::find(req.env.begin(), req.env.end(), "SVM_PIN=node") != req.env.end();
+  OverlayEnvironment(HostEnv(uint32_t(req.node_ids.size()), pinned), &base);
   std::vector<cpu_set_t> shares;
-  if (std::find(req.env.begin(), req.env.end(), "SVM_PIN=node") != req.env.end()) {
+  if (pinned) {
     if (s = CpuShares(uint32_t(req.node_ids.size()), &shares); !s.ok()) return s;
   }
   Encoder pids;

@@ -509,7 +509,7 @@ Status Job::StartLocal() {
   if (o_.pin == "node") {
     if (Status s = CpuShares(uint32_t(local), &shares); !s.ok()) return s;
   }
-  const std::vector<std::string> host = HostEnv(uint32_t(local));
+  const std::vector<std::string> host = HostEnv(uint32_t(local), o_.pin == "node");
   size_t next_share = 0;
   for (Node& n : nodes_) {
     if (n.host >= 0) continue;

@@ -14,6 +14,7 @@
 #include "svmd/liveness.h"
 #include "svmd/local_node.h"
 #include "svmd/options.h"
+#include "svmd/wake_probe.h"
 #include "tests/launch/launch_util.h"
 
 namespace svm::svmd {
@@ -242,6 +243,32 @@ TEST(DealCpus, SharesAreContiguousThenWrap) {
   EXPECT_EQ(DealCpus({2, 5, 7}, 1), (V{{2, 5, 7}}));  // the CPUs it was given, not 0..n
   EXPECT_EQ(DealCpus({3}, 2), (V{{3}, {3}}));
   EXPECT_EQ(DealCpus({0, 1}, 0), V{});
+}
+
+// The wake-up probe needs two CPUs and its time; without either it says
+// "unknown" (0) rather than a figure that measures something else.
+TEST(WakeProbe, MeasuresAWakeUpBetweenTwoCpus) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "needs two CPUs";
+  const uint64_t ns = MeasureWakeUpNs(mine);
+  EXPECT_GT(ns, 0u);
+  EXPECT_LT(ns, 50'000'000u);  // within the probe's budget
+  cpu_set_t same;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(same), &same), 0);
+  EXPECT_TRUE(CPU_EQUAL(&mine, &same)) << "the probe's threads bind themselves, not the caller";
+}
+
+TEST(WakeProbe, OneCpuOrNoTimeIsUnknown) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(0, &one);
+  EXPECT_EQ(MeasureWakeUpNs(one), 0u);
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  if (CPU_COUNT(&mine) < 2) return;
+  EXPECT_EQ(MeasureWakeUpNs(mine, 15, /*budget_ns=*/1), 0u);
+  EXPECT_EQ(MeasureWakeUpNs(mine, 0), 0u);
 }
 
 TEST(Liveness, StatFlagsIsTheNinthField) {

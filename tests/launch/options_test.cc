@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "svmd/options.h"
 #include "tests/launch/launch_util.h"
@@ -136,6 +137,30 @@ TEST(Options, HostCountsReachTheNodes) {
   }
   EXPECT_EQ(nodes, 3u) << c.out;
   EXPECT_NE(env.find("\nSVM_HOST_CPUS=" + std::to_string(CPU_COUNT(&cpus)) + "\n"), std::string::npos) << c.out;
+}
+
+// Pinned nodes learn what a wake-up from another CPU costs on their host
+// (their spin policy weighs it); unpinned ones are not made to wait for
+// the probe, and the user's own value does not pass.
+TEST(Options, PinnedNodesLearnTheWakeUpCost) {
+  cpu_set_t cpus;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+  if (CPU_COUNT(&cpus) < 2) GTEST_SKIP() << "needs two CPUs";
+  Child pinned({Svmrun(), "--preload", "none", "-n", "2", "--pin", "node", "--", "/usr/bin/env"},
+               {"SVM_HOST_WAKE_NS=7"});
+  ASSERT_EQ(pinned.ExitCode(), 0) << pinned.err;
+  size_t nodes = 0;
+  const std::string env = "\n" + pinned.out;
+  for (size_t at = env.find("\nSVM_HOST_WAKE_NS="); at != std::string::npos;
+       at = env.find("\nSVM_HOST_WAKE_NS=", at + 1)) {
+    const uint64_t ns = std::stoull(env.substr(at + strlen("\nSVM_HOST_WAKE_NS=")));
+    EXPECT_GT(ns, 7u) << pinned.out;
+    ++nodes;
+  }
+  EXPECT_EQ(nodes, 2u) << pinned.out;
+  Child loose({Svmrun(), "--preload", "none", "-n", "2", "--", "/usr/bin/env"}, {"SVM_HOST_WAKE_NS=7"});
+  ASSERT_EQ(loose.ExitCode(), 0) << loose.err;
+  EXPECT_EQ(loose.out.find("SVM_HOST_WAKE_NS"), std::string::npos) << loose.out;
 }
 
 TEST(Options, NetworkKnobsReachTheNodesUnderTheirOwnNames) {
