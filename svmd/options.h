@@ -70,6 +70,7 @@ inline constexpr uint64_t kUserAddressEnd = 1ull << 47;
 inline constexpr Choice kHomes[] = {{"first-touch", true, ""}, {"cyclic", true, ""}, {"block", true, ""}};
 inline constexpr Choice kPlaces[] = {{"block", true, ""}, {"cyclic", true, ""}};
 inline constexpr Choice kPins[] = {{"none", true, ""}, {"node", true, ""}};
+inline constexpr Choice kSpins[] = {{"auto", true, ""}, {"on", true, ""}, {"off", true, ""}};
 // --launcher: who starts the nodes (svmd/launch.h). auto: slurm inside an
 // allocation, svmd for --hosts with --key-file, ssh for other --hosts or
 // --hostfile, else local.
@@ -115,6 +116,7 @@ struct Options {
   uint64_t net_latency_ns = 0;     // injected per frame at the receiving NIC; 0 = none
   uint64_t net_bandwidth = 0;      // bytes/s per connection; 0 = unlimited
   std::string pin = "none";        // "node": each node process on its own share of the CPUs
+  std::string spin = "auto";       // whether waiting threads spin before they sleep (libsvm/options.h)
   std::vector<std::string> program;  // after --
   bool nodes_given = false;          // -n or SVM_NODES was given (else: one per slot)
   bool region_size_auto = false;     // --region-size auto: follows the node count

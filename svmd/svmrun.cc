@@ -248,6 +248,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_NET_LATENCY=" + std::to_string(o_.net_latency_ns) + "ns",
       "SVM_NET_BANDWIDTH=" + std::to_string(o_.net_bandwidth) + "B",
       "SVM_PIN=" + o_.pin,  // for svmd, which binds its nodes as svmrun binds local ones
+      "SVM_SPIN=" + o_.spin,
       LivenessEnv(o_.liveness_timeout_s),
       std::string("SVM_SEAL=") + (Sealed() ? "1" : "0"),
       "SVM_STALL_REPORT=" + FormatSeconds(o_.stall_report_s),
@@ -257,7 +258,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
   // The nodes' environment is cleaned of SVM_*; these runtime knobs (no
   // svmrun flag) are the user's to set, and reach every node alike.
   for (const char* knob : {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND", "SVM_SHARE_GLOBALS",
-                           "SVM_VERBOSE", "SVM_SPIN", "SVM_START_DELAY"})
+                           "SVM_VERBOSE", "SVM_START_DELAY"})
     if (const char* v = getenv(knob)) e.push_back(std::string(knob) + "=" + v);
   if (preload_ != "none") e.push_back("LD_PRELOAD=" + preload_);
   return e;

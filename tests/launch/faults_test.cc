@@ -463,10 +463,13 @@ TEST(Misuse, RuntimeStartupFailureHasItsOwnExitCode) {
 
 TEST(Misuse, BadSpinPolicyIsRefusedWithTheChoices) {
   NEEDS_LIBSVM();
+  // SVM_SPIN is --spin's twin: svmrun refuses it before any node starts.
   Child c(Svmrun({"-n", "2"}, {"/bin/true"}, Libsvm()), {"SVM_SPIN=sometimes"});
-  EXPECT_EQ(c.ExitCode(), 125) << c.err;
-  EXPECT_NE(c.err.find("SVM_SPIN"), std::string::npos) << c.err;
-  EXPECT_NE(c.err.find("auto, on or off"), std::string::npos) << c.err;
+  EXPECT_EQ(c.ExitCode(), 2) << c.err;
+  EXPECT_NE(c.err.find("--spin 'sometimes' is unknown"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("auto, on, off"), std::string::npos) << c.err;
+  Child flag(Svmrun({"-n", "2", "--spin", "sometimes"}, {"/bin/true"}, Libsvm()));
+  EXPECT_EQ(flag.ExitCode(), 2) << flag.err;
 }
 
 // A job that ends at once (node 0's program is /bin/true) is over for the

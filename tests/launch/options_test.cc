@@ -163,6 +163,15 @@ TEST(Options, PinnedNodesLearnTheWakeUpCost) {
   EXPECT_EQ(loose.out.find("SVM_HOST_WAKE_NS"), std::string::npos) << loose.out;
 }
 
+// --spin reaches every node as SVM_SPIN (the runtime reads it there).
+TEST(Options, SpinPolicyReachesTheNodes) {
+  Child c({Svmrun(), "--preload", "none", "-n", "2", "--spin", "on", "--", "/usr/bin/env"});
+  ASSERT_EQ(c.ExitCode(), 0) << c.err;
+  size_t at = 0, nodes = 0;
+  while ((at = c.out.find("SVM_SPIN=on\n", at)) != std::string::npos) ++nodes, ++at;
+  EXPECT_EQ(nodes, 2u) << c.out;
+}
+
 TEST(Options, NetworkKnobsReachTheNodesUnderTheirOwnNames) {
   // One name per knob: the nodes read SVM_NET_LATENCY / SVM_NET_BANDWIDTH,
   // in svmrun's syntax (no SVM_NET_LATENCY_NS beside SVM_NET_LATENCY).

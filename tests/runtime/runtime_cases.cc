@@ -551,7 +551,8 @@ Outcome RunPoint(const Config& cfg, const Case& c, const Point& p) {
     dup2(out, 1);
     dup2(err, 2);
     // svmrun reads SVM_* twins of its flags: only ours count. The runtime
-    // knobs svmrun passes on to the nodes (no flag) stay: tests set them.
+    // knobs svmrun passes on to the nodes (no flag), and SVM_SPIN (--spin's
+    // twin), stay: tests set them.
     const std::vector<std::string> knobs = {"SVM_SHOW_STATS", "SVM_NOTICE_RING", "SVM_MAX_SEND",
                                             "SVM_SHARE_GLOBALS", "SVM_VERBOSE", "SVM_SPIN",
                                             "SVM_START_DELAY"};
