@@ -93,6 +93,7 @@ Status Runtime::Start() {
   const Cpus cpus = CpusHere();
   spin_ = ShouldSpin(opts_, cpus);
   spin_long_ = ShouldSpinLong(opts_, cpus);
+  stats::SetSpinPolicy(spin_, opts_.host_wake_ns);
   cpus_here_ = int(NodeCpus(opts_, cpus));
   (void)prctl(PR_GET_NAME, program_name_);  // the main thread: the program's name
   if (opts_.verbose && opts_.node == 0) spdlog::warn("options:\n{}", DescribeEnvironment());

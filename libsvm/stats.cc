@@ -268,6 +268,12 @@ void SetFaultDeliveryNs(uint64_t ns) { g_fault_delivery_ns.store(ns, std::memory
 std::atomic<const char*> g_write_detection{"fault"};
 void SetWriteDetection(const char* how) { g_write_detection.store(how, std::memory_order_relaxed); }
 uint64_t FaultDeliveryNs() { return g_fault_delivery_ns.load(std::memory_order_relaxed); }
+std::atomic<bool> g_spin{true};
+std::atomic<uint64_t> g_host_wake_ns{0};
+void SetSpinPolicy(bool spin, uint64_t host_wake_ns) {
+  g_spin.store(spin, std::memory_order_relaxed);
+  g_host_wake_ns.store(host_wake_ns, std::memory_order_relaxed);
+}
 
 void Enable() { g_enabled.store(true); }
 bool Enabled() { return g_enabled.load(std::memory_order_relaxed); }
@@ -382,6 +388,8 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
   j["threads_dropped"] = g_next.load() > kMaxRecords ? g_next.load() - kMaxRecords : 0;
   j["counters"] = NodeCounters(node_stats);
   j["write_detection"] = g_write_detection.load(std::memory_order_relaxed);
+  j["waiting_threads_spin"] = g_spin.load(std::memory_order_relaxed);
+  j["host_wake_ns"] = g_host_wake_ns.load(std::memory_order_relaxed);
   return j.dump(1);
 }
 

@@ -127,6 +127,10 @@ void SetFaultDeliveryNs(uint64_t ns);
 // How the node finds writes: "scan" or "fault" (SVM_WRITES, as chosen at
 // start); reported beside the counters. A string literal.
 void SetWriteDetection(const char* how);
+// Whether the node's waiting threads spin before they sleep, and what a
+// wake-up from another CPU costs on its host (SVM_HOST_WAKE_NS; 0:
+// unknown); reported beside the counters.
+void SetSpinPolicy(bool spin, uint64_t host_wake_ns);
 uint64_t FaultDeliveryNs();
 
 // Charges the enclosing stretch of runtime work to a category.

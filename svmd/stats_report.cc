@@ -192,7 +192,11 @@ Status MergeStats(const std::vector<json>& reports, uint32_t nodes, const std::v
       threads.push_back(t);
     }
     AddInto(counters, r["counters"]);
-    per_node.push_back({{"node", node}, {"pid", r.value("pid", 0)}, {"counters", r["counters"]}});
+    json one = {{"node", node}, {"pid", r.value("pid", 0)}, {"counters", r["counters"]}};
+    // How the node waited and found writes (not counts: not added up).
+    for (const char* k : {"write_detection", "waiting_threads_spin", "host_wake_ns"})
+      if (r.contains(k)) one[k] = r[k];
+    per_node.push_back(std::move(one));
   }
   // Program threads first, by node and number; then the handlers.
   std::stable_sort(threads.begin(), threads.end(), [](const json& a, const json& b) {
@@ -249,6 +253,7 @@ json JobConfig(const Options& o, const std::string& path) {
   j["home"] = o.home;
   j["place"] = o.place;
   j["pin"] = o.pin;
+  j["spin"] = o.spin;
   j["hosts"] = o.hosts;
   j["net_latency_ns"] = o.net_latency_ns;
   j["net_bandwidth"] = o.net_bandwidth;

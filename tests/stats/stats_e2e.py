@@ -72,6 +72,9 @@ check("diffs sent", c["diffs"] > 0 and c["diff_bytes"] > 0 and c["diff_runs"] > 
 # every live thread, so none may drop notices (modes_e2e sees the opposite).
 check("no notices collected", c["notices_collected"] == 0, str(c["notices_collected"]))
 check("per-node counters", len(stats["per_node"]) == 2)
+check("per node: how its threads waited", all(isinstance(n.get("waiting_threads_spin"), bool) and
+                                              isinstance(n.get("host_wake_ns"), int) for n in stats["per_node"]),
+      str([{k: v for k, v in n.items() if k != "counters"} for n in stats["per_node"]]))
 eff = stats["summary"]["efficiency"]
 check("efficiency in [0, 1]", 0 <= eff <= 1, str(eff))
 check("phases work and locked", set(stats["phases"]) == {"work", "locked"}, str(list(stats["phases"])))

@@ -60,6 +60,22 @@ TEST(StatsReport, MergesThreadsAndSumsCounters) {
   EXPECT_EQ(m["elapsed_ns"], 5000);
 }
 
+// How each node waited and found writes stays per node: a setting, not a
+// count to add up.
+TEST(StatsReport, PerNodeKeepsHowTheNodeWaited) {
+  std::vector<json> reports = TwoNodes();
+  reports[0]["write_detection"] = "scan";
+  reports[0]["waiting_threads_spin"] = true;
+  reports[0]["host_wake_ns"] = 24000;
+  json m;
+  ASSERT_TRUE(MergeStats(reports, 2, {}, 5000, &m).ok());
+  EXPECT_EQ(m["per_node"][0]["write_detection"], "scan");
+  EXPECT_EQ(m["per_node"][0]["waiting_threads_spin"], true);
+  EXPECT_EQ(m["per_node"][0]["host_wake_ns"], 24000);
+  EXPECT_FALSE(m["per_node"][1].contains("waiting_threads_spin"));  // an older report
+  EXPECT_FALSE(m["counters"].contains("host_wake_ns"));
+}
+
 TEST(StatsReport, SummaryIsMinAvgMaxOverProgramThreads) {
   json m;
   ASSERT_TRUE(MergeStats(TwoNodes(), 2, {}, 5000, &m).ok());
@@ -159,6 +175,7 @@ TEST(StatsReport, JobConfigCarriesTheConfiguration) {
   EXPECT_EQ(j["fault"], "mprotect");
   EXPECT_EQ(j["transport"], "tcp");
   EXPECT_EQ(j["home"], "first-touch");
+  EXPECT_EQ(j["spin"], "auto");
   EXPECT_EQ(j["hosts"], json({"a:7117", "b"}));
   EXPECT_EQ(j["net_latency_ns"], 2000);
   EXPECT_FALSE(j["svm_version"].get<std::string>().empty());
