@@ -11,11 +11,6 @@
 namespace svm::svmd {
 namespace {
 
-bool ParseU32(std::string_view s, uint32_t* v) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
-}
-
 // Adds a host, or its slots to a host of that name already listed.
 void AddHost(std::vector<LaunchHost>* hosts, const std::string& name, uint32_t slots) {
   for (LaunchHost& h : *hosts) {
@@ -82,6 +77,11 @@ Status ExportEntry(const std::string& x, const EnvLookup& env, std::string* out)
 }
 
 }  // namespace
+
+bool ParseU32(std::string_view s, uint32_t* v) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
 
 const char* ToString(Launcher l) {
   switch (l) {

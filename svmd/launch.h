@@ -56,6 +56,8 @@ Status ChooseLauncher(const Options& o, const EnvLookup& env, Launcher* out);
 // Open MPI hostfile: "HOST [slots=N] [max_slots=N]" a line, '#' comments;
 // a host named twice adds its slots; slots default to 1.
 Status ParseHostfile(const std::string& text, std::vector<LaunchHost>* hosts);
+// A whole decimal number and nothing else (hostfile slots, Slurm's lists).
+bool ParseU32(std::string_view s, uint32_t* v);
 // Slurm's compressed host lists: "h[0-2,5],gpu[01-02]" -> h0 h1 h2 h5 gpu01 gpu02.
 Status ExpandNodelist(const std::string& list, std::vector<std::string>* names);
 // SLURM_TASKS_PER_NODE: "2(x3),1" -> 2 2 2 1.

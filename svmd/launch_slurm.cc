@@ -7,11 +7,6 @@
 namespace svm::svmd {
 namespace {
 
-bool ParseU32(std::string_view s, uint32_t* v) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
-}
-
 // Splits at commas that are not inside [ ].
 std::vector<std::string> SplitTop(const std::string& s) {
   std::vector<std::string> parts;
