@@ -296,9 +296,9 @@ bool Cramped(const Options& o, Cpus c) {
 // Where waking a thread on another CPU costs this much, a cramped node
 // still spins: each message that finds its receiver asleep pays a wake-up,
 // and that outweighs what the spinners take from the threads they wait
-// for. On a 2-CPU virtual machine waking costs 25-50 us, and 2 x 1 pinned
-// ran barnes, ocean and water-nsquared 3-8x faster spinning (fft the same,
-// lu 1.3x slower; doc/scaling.md); the 16-CPU host of the rule above had
+// for. On a 2-CPU virtual machine waking costs 23-27 us, and 2 x 1 pinned
+// over shm ran barnes, ocean and water-nsquared 3-10x faster spinning
+// (fft 1.1x and lu base 1.3x slower; doc/scaling.md); the 16-CPU host of the rule above had
 // not measured its wake-ups (its local fault cost 2.4 us against 20.7).
 constexpr uint64_t kDearWakeNs = 15'000;
 

@@ -101,8 +101,9 @@ std::vector<std::string> HostEnv(uint32_t count, bool pinned) {
   const int cpus = ::sched_getaffinity(0, sizeof(mine), &mine) == 0 ? CPU_COUNT(&mine) : 0;
   std::vector<std::string> e = {"SVM_HOST_NODES=" + std::to_string(count)};
   if (cpus > 0) e.push_back("SVM_HOST_CPUS=" + std::to_string(cpus));
-  // Only pinned nodes weigh it (a few ms, so not for every job).
-  if (pinned && cpus > 1) {
+  // Only pinned nodes weigh it (a few ms, so not for every job, nor for a
+  // launcher that starts none here).
+  if (pinned && count > 0 && cpus > 1) {
     if (const uint64_t ns = MeasureWakeUpNs(mine); ns > 0) e.push_back("SVM_HOST_WAKE_NS=" + std::to_string(ns));
   }
   return e;
