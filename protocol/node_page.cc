@@ -269,10 +269,20 @@ Host::Landing Node::LandingFor(const Page& pg, uint32_t count) {
   using Where = Host::Landing::Where;
   if (pg.state == Page::State::kInvalid && (pg.framed || !host_->Fills())) return {Where::kFrames};
   // Past here an invalid page has no frame and the host fills.
-  if (count < 2 || !config_.scan_writes || pg.state != Page::State::kInvalid || spare_twins_.size() >= count)
+  if (!config_.scan_writes || pg.state != Page::State::kInvalid) return {Where::kBuffer};
+  // A run needs its twins side by side: spare ones, scattered, are used by
+  // copying into them rather than left while the slabs grow.
+  uint8_t* at = nullptr;
+  if (count == 1 && !spare_twins_.empty()) {
+    at = spare_twins_.back();
+    spare_twins_.pop_back();
+  } else if (spare_twins_.size() >= count) {
     return {Where::kBuffer};
+  } else {
+    at = FreshTwins(count);
+  }
   TwinLanding& l = landings_.emplace_back();
-  l.at = FreshTwins(count);
+  l.at = at;
   l.count = count;
   return {Where::kAt, l.at};
 }

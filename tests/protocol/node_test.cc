@@ -1663,9 +1663,12 @@ TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
   NodeConfig cfg = ScanningRfOnAFillingHost(h, 16);  // node 1 is home of pages 8..15
   cfg.max_run = 4;
   Node n(cfg, &h);
-  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);  // one page: a buffer
-  EXPECT_EQ(h.landings.back().where, Where::kBuffer);
-  ASSERT_TRUE(n.OnPageRead(1, 8, 1, std::vector<VectorTime>{VectorTime(2)}, std::vector<uint8_t>(kPage)).ok());
+  ASSERT_EQ(n.Fault(0, 8, Access::kRead), Outcome::kBlocked);  // one page: a fresh twin too
+  ASSERT_EQ(h.landings.back().where, Where::kAt);
+  uint8_t* twin = h.landings.back().at;
+  std::fill(twin, twin + kPage, uint8_t(3));
+  ASSERT_TRUE(n.OnPageRead(1, 8, 1, std::vector<VectorTime>{VectorTime(2)}, {twin, kPage}).ok());
+  EXPECT_EQ(h.Frame(8)[0], 3);
   ASSERT_EQ(n.Fault(0, 9, Access::kRead), Outcome::kBlocked);  // 9 and 10
   ASSERT_EQ(h.read_counts.back(), 2u);
   ASSERT_EQ(h.landings.back().where, Where::kAt);
@@ -1696,7 +1699,7 @@ TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
   EXPECT_EQ(diffs, 1u);
   // A run of four of which one comes: the others' twins go spare (and the
   // window shrinks); the next runs, which spares can serve, land in the
-  // host's buffer.
+  // host's buffer, or, a single page, in a spare twin.
   ASSERT_EQ(n.Fault(0, 11, Access::kRead), Outcome::kBlocked);
   ASSERT_EQ(h.read_counts.back(), 4u);
   ASSERT_EQ(h.landings.back().where, Where::kAt);
@@ -1705,10 +1708,16 @@ TEST(NodeModeTest, RemoteReadOfARunWithNoFramesLandsInItsTwins) {
   ASSERT_EQ(n.Fault(0, 11, Access::kRead), Outcome::kDone);
   for (PageId p = 12; p < 16; p += h.read_counts.back()) {
     ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kBlocked) << p;
-    EXPECT_EQ(h.landings.back().where, Where::kBuffer) << p;
     const uint32_t count = h.read_counts.back();
-    ASSERT_TRUE(n.OnPageRead(1, p, 1, std::vector<VectorTime>(count, VectorTime(2)),
-                             std::vector<uint8_t>(count * kPage)).ok());
+    std::vector<uint8_t> buffer(count * kPage);
+    std::span<uint8_t> bytes = buffer;
+    if (count == 1) {
+      ASSERT_EQ(h.landings.back().where, Where::kAt) << p;
+      bytes = {h.landings.back().at, kPage};
+    } else {
+      EXPECT_EQ(h.landings.back().where, Where::kBuffer) << p;
+    }
+    ASSERT_TRUE(n.OnPageRead(1, p, 1, std::vector<VectorTime>(count, VectorTime(2)), bytes).ok());
   }
   EXPECT_GE(*std::max_element(h.read_counts.end() - 2, h.read_counts.end()), 2u);
   EXPECT_EQ(n.stats().twins, 3u + 1u + 4u);
