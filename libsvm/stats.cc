@@ -129,6 +129,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["diffs"] = s.diffs;
   j["diff_bytes"] = s.diff_bytes;
   j["diff_runs"] = s.diff_runs;
+  j["masked_diffs"] = s.masked_diffs;
   j["diffs_applied"] = s.diffs_applied;
   j["intervals"] = s.intervals;
   j["invalidations"] = s.invalidations;
@@ -396,14 +397,14 @@ std::string ReportJson(uint32_t node, const NodeStats& node_stats) {
 std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead ({} strided): {} used, {} "
-      "unused), twins {}, diffs {} ({} bytes, {} runs), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
+      "unused), twins {}, diffs {} ({} bytes, {} runs, {} masked), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
       "collected), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
-      s.diff_runs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
+      s.diff_runs, s.masked_diffs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
       s.protections, s.untracked_pages, s.tracked_pages, s.untracked_again, s.marks_dropped, s.pages_written_ahead,
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,

@@ -28,6 +28,10 @@ uint32_t LoadLE32(const uint8_t* p) {
          uint32_t{p[3]} << 24;
 }
 
+uint64_t LoadLE64(const uint8_t* p) {
+  return uint64_t{LoadLE32(p)} | uint64_t{LoadLE32(p + 4)} << 32;
+}
+
 void StoreLE32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v);
   p[1] = static_cast<uint8_t>(v >> 8);
@@ -141,6 +145,19 @@ void FindRunsScalar(const uint8_t* page, const uint8_t* twin, size_t n,
   }
 }
 
+void BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks) {
+  for (size_t i = 0; i < n; i += kBlockBytes) *masks++ = ScalarMask(page + i, twin + i, kBlockBytes);
+}
+
+void StoreMaskedScalar(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks) {
+  for (size_t k = 0; k < blocks; ++k) {
+    for (uint64_t m = LoadLE64(masks + 8 * k); m != 0; m &= m - 1) {
+      const size_t i = k * kBlockBytes + Ctz(m);
+      to[i] = from[i];
+    }
+  }
+}
+
 }  // namespace internal
 
 const char* ToString(Impl impl) {
@@ -229,8 +246,75 @@ void EncodeRuns(std::span<const uint8_t> page, std::span<const Run> runs,
   out->resize(old + bytes);
 }
 
+namespace {
+
+void BlockMasks(std::span<const uint8_t> page, std::span<const uint8_t> twin, uint64_t* masks, Impl impl) {
+  switch (impl) {
+    case Impl::kAvx512: return internal::BlockMasksAvx512(page.data(), twin.data(), page.size(), masks);
+    case Impl::kAvx2: return internal::BlockMasksAvx2(page.data(), twin.data(), page.size(), masks);
+    case Impl::kScalar: break;
+  }
+  internal::BlockMasksScalar(page.data(), twin.data(), page.size(), masks);
+}
+
+// The page's block masks, then whichever of a masked block and the runs
+// (found from the same masks) is smaller.
+EncodeResult EncodeSmallest(std::span<const uint8_t> page, std::span<const uint8_t> twin,
+                            std::vector<uint8_t>* out, Impl impl) {
+  constexpr size_t kGrain = internal::kBlockBytes;
+  const size_t blocks = page.size() / kGrain;
+  uint64_t on_stack[1024];
+  std::vector<uint64_t> on_heap;
+  uint64_t* masks = on_stack;
+  if (blocks > std::size(on_stack)) masks = (on_heap.resize(blocks), on_heap.data());
+  BlockMasks(page, twin, masks, impl);
+  EncodeResult result;
+  size_t first = blocks, last = 0;
+  uint64_t open = 0;
+  for (size_t k = 0; k < blocks; ++k) {
+    const uint64_t m = masks[k];
+    result.runs += size_t(__builtin_popcountll(m & ~((m << 1) | open)));
+    result.bytes += size_t(__builtin_popcountll(m));
+    open = m >> 63;
+    if (m != 0) {
+      first = std::min(first, k);
+      last = k;
+    }
+  }
+  if (result.runs == 0) return result;
+  const size_t span = last - first + 1;
+  const size_t masked_bytes = kRunHeaderBytes + span * (sizeof(uint64_t) + kGrain);
+  if (masked_bytes < result.runs * kRunHeaderBytes + result.bytes) {
+    result.masked = true;
+    const size_t old = out->size();
+    out->resize(old + masked_bytes);
+    uint8_t* w = out->data() + old;
+    StoreLE32(w, static_cast<uint32_t>(first * kGrain));
+    StoreLE32(w + 4, kMasked | static_cast<uint32_t>(span * kGrain));
+    w += kRunHeaderBytes;
+    for (size_t k = first; k <= last; ++k, w += sizeof(uint64_t)) {
+      for (size_t b = 0; b < sizeof(uint64_t); ++b) w[b] = static_cast<uint8_t>(masks[k] >> (8 * b));
+    }
+    std::memcpy(w, page.data() + first * kGrain, span * kGrain);
+    return result;
+  }
+  std::vector<Run> runs;
+  runs.reserve(result.runs);
+  internal::RunCursor cursor(&runs);
+  for (size_t k = first; k <= last; ++k) cursor.Block(masks[k], static_cast<uint32_t>(k * kGrain));
+  cursor.Finish(static_cast<uint32_t>((last + 1) * kGrain));
+  EncodeRuns(page, runs, out);
+  return result;
+}
+
+}  // namespace
+
 EncodeResult Encode(std::span<const uint8_t> page, std::span<const uint8_t> twin,
-                    std::vector<uint8_t>* out, Impl impl) {
+                    std::vector<uint8_t>* out, Impl impl, Form form) {
+  assert(page.size() == twin.size() && Supported(impl));
+  // A block covers whole 64-byte blocks of the page; offsets are u32.
+  if (form == Form::kSmallest && page.size() % internal::kBlockBytes == 0 && page.size() < kMasked)
+    return EncodeSmallest(page, twin, out, impl);
   std::vector<Run> runs;
   FindRuns(page, twin, &runs, impl);
   EncodeRuns(page, runs, out);
@@ -240,6 +324,29 @@ EncodeResult Encode(std::span<const uint8_t> page, std::span<const uint8_t> twin
   return result;
 }
 
+namespace {
+
+// A masked block, alone in `encoded` (its header read already).
+Status ValidateMasked(std::span<const uint8_t> encoded, uint64_t offset, uint64_t length, size_t page_size) {
+  constexpr size_t kGrain = internal::kBlockBytes;
+  if (length == 0 || length % kGrain != 0 || offset % kGrain != 0)
+    return Bad(0, "masked block not of whole 64-byte blocks");
+  if (offset + length > page_size) {
+    return Status::OutOfRange("diff: masked block [" + std::to_string(offset) + ", " +
+                              std::to_string(offset + length) + ") past page of " +
+                              std::to_string(page_size) + " bytes");
+  }
+  const size_t blocks = length / kGrain;
+  if (encoded.size() != kRunHeaderBytes + blocks * (sizeof(uint64_t) + kGrain))
+    return Bad(encoded.size(), "masked block of the wrong size (or not alone)");
+  const uint8_t* masks = encoded.data() + kRunHeaderBytes;
+  if (LoadLE64(masks) == 0 || LoadLE64(masks + (blocks - 1) * sizeof(uint64_t)) == 0)
+    return Bad(kRunHeaderBytes, "masked block with an empty first or last block");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(std::span<const uint8_t> encoded, size_t page_size) {
   const size_t size = encoded.size();
   size_t pos = 0;
@@ -248,7 +355,11 @@ Status Validate(std::span<const uint8_t> encoded, size_t page_size) {
   while (pos < size) {
     if (size - pos < kRunHeaderBytes) return Bad(pos, "truncated run header");
     const uint64_t offset = LoadLE32(encoded.data() + pos);
-    const uint64_t length = LoadLE32(encoded.data() + pos + 4);
+    uint64_t length = LoadLE32(encoded.data() + pos + 4);
+    if (length & kMasked) {
+      if (pos != 0) return Bad(pos, "masked block after runs");
+      return ValidateMasked(encoded, offset, length & ~uint64_t{kMasked}, page_size);
+    }
     if (length == 0) return Bad(pos, "zero-length run");
     // Both are < 2^32, so the sum cannot wrap in 64 bits.
     if (offset + length > page_size) {
@@ -271,8 +382,21 @@ Status Validate(std::span<const uint8_t> encoded, size_t page_size) {
   return Status::Ok();
 }
 
-Status Apply(std::span<const uint8_t> encoded, std::span<uint8_t> page) {
+Status Apply(std::span<const uint8_t> encoded, std::span<uint8_t> page, Impl impl) {
   if (Status s = Validate(encoded, page.size()); !s.ok()) return s;
+  if (!encoded.empty() && (LoadLE32(encoded.data() + 4) & kMasked)) {
+    const uint32_t length = LoadLE32(encoded.data() + 4) & ~kMasked;
+    const size_t blocks = length / internal::kBlockBytes;
+    uint8_t* to = page.data() + LoadLE32(encoded.data());
+    const uint8_t* masks = encoded.data() + kRunHeaderBytes;
+    const uint8_t* from = masks + blocks * sizeof(uint64_t);
+    if (impl == Impl::kAvx512) {
+      internal::StoreMaskedAvx512(to, masks, from, blocks);
+    } else {
+      internal::StoreMaskedScalar(to, masks, from, blocks);
+    }
+    return Status::Ok();
+  }
   size_t pos = 0;
   while (pos < encoded.size()) {
     const uint32_t offset = LoadLE32(encoded.data() + pos);

@@ -69,4 +69,8 @@ SVM_AVX2 void FindRunsAvx2(const uint8_t* page, const uint8_t* twin, size_t n,
   cursor.Finish(static_cast<uint32_t>(n));
 }
 
+SVM_AVX2 void BlockMasksAvx2(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks) {
+  for (size_t i = 0; i < n; i += kBlockBytes) *masks++ = DiffMask(page + i, twin + i);
+}
+
 }  // namespace svm::diff::internal

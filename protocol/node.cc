@@ -160,8 +160,9 @@ void Node::CloseInterval() {
     }
     DiffMessage d{p, interval, {}};
     const size_t page_size = config_.geometry.page_size;
-    diff::EncodeResult r =
-        diff::Encode(host_->Frame(p), {pg.twin, page_size}, &d.runs);
+    // A direct diff is stored by the NIC's WRITE_RUNS, which takes runs only.
+    const diff::Form form = DiffsDirectly(config_.mode) ? diff::Form::kRuns : diff::Form::kSmallest;
+    diff::EncodeResult r = diff::Encode(host_->Frame(p), {pg.twin, page_size}, &d.runs, diff::Best(), form);
     if (config_.scan_writes && pg.state == Page::State::kRead) {
       // The copy stays twinned: the twin takes the bytes sent, so a write
       // racing with this diff still differs from it at the next look.
@@ -173,6 +174,7 @@ void Node::CloseInterval() {
     stats_.diffs++;
     stats_.diff_bytes += r.bytes;
     stats_.diff_runs += r.runs;
+    stats_.masked_diffs += r.masked;
     // A fetch already on its way may be answered before this diff lands;
     // demanding our own interval makes such a reply stale.
     pg.need[self] = interval;

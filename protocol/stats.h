@@ -34,6 +34,7 @@ struct NodeStats {
   uint64_t diffs = 0;           // diffs sent (dd: direct diffs included)
   uint64_t diff_bytes = 0;      // changed bytes sent in diffs
   uint64_t diff_runs = 0;
+  uint64_t masked_diffs = 0;    // ... sent as a masked block (diff.h)
   uint64_t diffs_applied = 0;   // at this node, as a home
   uint64_t intervals = 0;       // intervals closed
   uint64_t invalidations = 0;   // pages invalidated by write notices

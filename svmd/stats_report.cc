@@ -302,10 +302,10 @@ std::string FormatStatsSummary(const json& m) {
   auto n = [&](const char* key) { return U(c, key); };
   out += fmt::format(
       "  faults {} read / {} write; fetches {} (retries {}; pages {}, {} ahead ({} strided): {} used, {} unused); "
-      "twins {}; writes found by scans {} ({} scans); diffs {} ({}, {} runs); invalidations {}\n",
+      "twins {}; writes found by scans {} ({} scans); diffs {} ({}, {} runs, {} masked); invalidations {}\n",
       n("read_faults"), n("write_faults"), n("fetches"), n("fetch_retries"), n("pages_fetched"), n("pages_ahead"),
       n("pages_strided"), n("ahead_used"), n("ahead_unused"), n("twins"), n("pages_found_written"),
-      n("write_scans"), n("diffs"), Bytes(n("diff_bytes")), n("diff_runs"), n("invalidations"));
+      n("write_scans"), n("diffs"), Bytes(n("diff_bytes")), n("diff_runs"), n("masked_diffs"), n("invalidations"));
   out += fmt::format(
       "  acquires {} local / {} remote; barriers {} ({} notices collected); protections {}; home pages untracked "
       "{} (tracked later {}, untracked again {}, written ahead {}); marks given back {}; messages {} ({})\n",

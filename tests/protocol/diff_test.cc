@@ -90,6 +90,33 @@ class DiffTest : public testing::TestWithParam<Impl> {
     const Status s = Apply(enc, copy);
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(copy, page);
+
+    // The smallest form: the same changes in no more bytes than the runs.
+    Bytes small = prefix;
+    const EncodeResult rs = Encode(page, twin, &small, impl, Form::kSmallest);
+    ASSERT_TRUE(std::equal(prefix.begin(), prefix.end(), small.begin()));
+    small.erase(small.begin(), small.begin() + prefix.size());
+    EXPECT_EQ(rs.runs, want.size());
+    EXPECT_EQ(rs.bytes, changed);
+    if (rs.masked) {
+      EXPECT_LT(small.size(), enc.size());
+      EXPECT_EQ(page.size() % kMaskedGrain, 0u);
+    } else {
+      EXPECT_EQ(small, enc);
+    }
+    EXPECT_TRUE(Validate(small, page.size()).ok());
+    // Applied to a copy in which another writer changed every byte this
+    // diff does not carry, it writes this diff's bytes and no other.
+    Bytes other = twin, merged = page;
+    for (size_t i = 0; i < page.size(); ++i) {
+      if (page[i] == twin[i]) merged[i] = other[i] = static_cast<uint8_t>(twin[i] ^ 0x5c);
+    }
+    for (Impl apply : {Impl::kScalar, impl}) {
+      SCOPED_TRACE(std::string("apply ") + ToString(apply) + (rs.masked ? " masked" : " runs"));
+      Bytes target = other;
+      ASSERT_TRUE(Apply(small, target, apply).ok());
+      EXPECT_EQ(target, merged);
+    }
   }
 };
 
@@ -296,6 +323,111 @@ TEST(DiffEncodingTest, ConcurrentWritersToOneWordMerge) {
   EXPECT_EQ(home[19], 4);
 }
 
+// Scattered writes (a few bytes every few, as radix's keys land) take a
+// masked block: the blocks from the first changed to the last, a mask word
+// and 64 bytes each.
+TEST(DiffEncodingTest, ScatteredWritesTakeOneMaskedBlock) {
+  const Bytes twin(4096, 0);
+  Bytes page = twin;
+  for (size_t i = 640; i < 1408; i += 8) page[i] = page[i + 1] = page[i + 2] = 7;
+  Bytes enc;
+  const EncodeResult r = Encode(page, twin, &enc, Best(), Form::kSmallest);
+  EXPECT_TRUE(r.masked);
+  EXPECT_EQ(r.runs, 96u);
+  EXPECT_EQ(r.bytes, 288u);
+  const size_t blocks = (1408 - 640) / 64;
+  ASSERT_EQ(enc.size(), kRunHeaderBytes + blocks * (8 + 64));
+  EXPECT_EQ(enc[0] | enc[1] << 8, 640);                                // offset
+  EXPECT_EQ(enc[4] | enc[5] << 8 | enc[6] << 16 | enc[7] << 24, int(kMasked | (blocks * 64)));  // length
+  EXPECT_EQ(enc[8], 0x07);  // bytes 0, 1, 2 of the block changed
+  EXPECT_EQ(enc[9], 0x07);  // and 8, 9, 10
+  Bytes runs;
+  EXPECT_FALSE(Encode(page, twin, &runs, Best(), Form::kRuns).masked);
+  EXPECT_EQ(runs.size(), 96 * (kRunHeaderBytes + 3));
+  // A few long runs stay runs.
+  Bytes few = twin;
+  std::fill(few.begin() + 100, few.begin() + 2000, 1);
+  Bytes enc_few;
+  EXPECT_FALSE(Encode(few, twin, &enc_few, Best(), Form::kSmallest).masked);
+  EXPECT_EQ(enc_few.size(), kRunHeaderBytes + 1900);
+}
+
+// Two writers interleave bytes all over a page: each masked diff carries the
+// other's bytes unchanged, and applying both keeps both writes.
+TEST(DiffEncodingTest, ConcurrentScatteredWritersMerge) {
+  const Bytes twin(4096, 0);
+  Bytes a = twin, b = twin;
+  for (size_t i = 0; i < 4096; i += 4) {
+    a[i] = 1;
+    b[i + 1] = 2;
+  }
+  Bytes da, db;
+  ASSERT_TRUE(Encode(a, twin, &da, Best(), Form::kSmallest).masked);
+  ASSERT_TRUE(Encode(b, twin, &db, Best(), Form::kSmallest).masked);
+  for (Impl impl : {Impl::kScalar, Best()}) {
+    Bytes home = twin;
+    ASSERT_TRUE(Apply(da, home, impl).ok());
+    ASSERT_TRUE(Apply(db, home, impl).ok());
+    for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(home[i], i % 4 == 0 ? 1 : i % 4 == 1 ? 2 : 0) << i;
+  }
+}
+
+// A masked block as raw bytes: header, then `masks` (one per 64 bytes of
+// `length` unless given otherwise), then the data bytes present.
+Bytes RawMasked(uint32_t offset, uint32_t length, std::vector<uint64_t> masks, size_t data) {
+  Bytes b;
+  for (uint32_t v : {offset, kMasked | length}) {
+    for (int s = 0; s < 32; s += 8) b.push_back(static_cast<uint8_t>(v >> s));
+  }
+  for (uint64_t m : masks) {
+    for (int s = 0; s < 64; s += 8) b.push_back(static_cast<uint8_t>(m >> s));
+  }
+  b.insert(b.end(), data, 0xcd);
+  return b;
+}
+
+TEST(DiffValidateTest, RejectsMalformedMaskedBlocks) {
+  std::mt19937_64 rng(11);
+  const Bytes original = RandomBytes(rng, 4096);
+  Bytes after_run = {0, 0, 0, 0, 1, 0, 0, 0, 9};
+  const Bytes block = RawMasked(64, 64, {1}, 64);
+  after_run.insert(after_run.end(), block.begin(), block.end());
+  Bytes trailing = RawMasked(0, 64, {1}, 64);
+  trailing.push_back(0);
+  const std::pair<const char*, Bytes> cases[] = {
+      {"length 0", RawMasked(0, 0, {}, 0)},
+      {"length not whole blocks", RawMasked(0, 100, {1, 1}, 100)},
+      {"offset not on a block", RawMasked(8, 64, {1}, 64)},
+      {"past page end", RawMasked(4032, 128, {1, 1}, 128)},
+      {"offset at page end", RawMasked(4096, 64, {1}, 64)},
+      {"length wraps", RawMasked(0x7fffffc0, 0x7fffffc0, {1}, 64)},
+      {"data short", RawMasked(0, 128, {1, 1}, 127)},
+      {"masks short", RawMasked(0, 128, {1}, 0)},
+      {"trailing byte", trailing},
+      {"after a run", after_run},
+      {"first block empty", RawMasked(0, 128, {0, 1}, 128)},
+      {"last block empty", RawMasked(0, 128, {1, 0}, 128)},
+  };
+  for (const auto& [name, enc] : cases) {
+    SCOPED_TRACE(name);
+    const Status v = Validate(enc, 4096);
+    EXPECT_FALSE(v.ok());
+    for (Impl impl : {Impl::kScalar, Best()}) {
+      Bytes page = original;
+      EXPECT_FALSE(Apply(enc, page, impl).ok());
+      EXPECT_EQ(page, original);
+    }
+  }
+  // Well formed: an empty block between the first and the last is allowed.
+  const Bytes ok = RawMasked(4096 - 192, 192, {1, 0, uint64_t{1} << 63}, 192);
+  EXPECT_TRUE(Validate(ok, 4096).ok());
+  Bytes page(4096, 0);
+  ASSERT_TRUE(Apply(ok, page).ok());
+  EXPECT_EQ(page[4096 - 192], 0xcd);
+  EXPECT_EQ(page[4095], 0xcd);
+  EXPECT_EQ(std::count(page.begin(), page.end(), 0xcd), 2);
+}
+
 // Raw encodings for the malformed cases: headers as given, payload bytes as
 // given (so lengths can lie).
 struct RawRun {
@@ -392,9 +524,12 @@ TEST(DiffValidateTest, CorruptedEncodingsNeverHalfApply) {
     std::mt19937_64 rng(seed);
     const Bytes twin = RandomBytes(rng, 4096);
     Bytes page = twin;
-    for (int c = 0; c < 6; ++c) Flip(page, rng() % page.size());
+    // Dense changes half the time: a masked block.
+    const int changes = seed % 2 == 0 ? 6 : 1500;
+    for (int c = 0; c < changes; ++c) Flip(page, rng() % page.size());
     Bytes enc;
-    Encode(page, twin, &enc, Impl::kScalar);
+    const EncodeResult r = Encode(page, twin, &enc, Impl::kScalar, Form::kSmallest);
+    ASSERT_EQ(r.masked, seed % 2 == 1) << "seed=" << seed;
     switch (rng() % 3) {
       case 0: enc[rng() % enc.size()] ^= static_cast<uint8_t>(1 + rng() % 255); break;
       case 1: enc.resize(rng() % enc.size()); break;

@@ -339,7 +339,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (37 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (38 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -359,6 +359,7 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->diffs += b.diffs;
   a->diff_bytes += b.diff_bytes;
   a->diff_runs += b.diff_runs;
+  a->masked_diffs += b.masked_diffs;
   a->diffs_applied += b.diffs_applied;
   a->intervals += b.intervals;
   a->invalidations += b.invalidations;
