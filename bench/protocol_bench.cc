@@ -62,14 +62,15 @@ void BM_TwinCopy(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * kPage);
 }
 
-enum class Pattern { kIdentical, kSparse8, kAlternate, kFull };
-constexpr Pattern kPatterns[] = {Pattern::kIdentical, Pattern::kSparse8, Pattern::kAlternate,
-                                 Pattern::kFull};
+enum class Pattern { kIdentical, kSparse8, kScattered, kAlternate, kFull };
+constexpr Pattern kPatterns[] = {Pattern::kIdentical, Pattern::kSparse8, Pattern::kScattered,
+                                 Pattern::kAlternate, Pattern::kFull};
 
 const char* Name(Pattern p) {
   switch (p) {
     case Pattern::kIdentical: return "identical";
     case Pattern::kSparse8: return "sparse8";      // 8 runs of 16 bytes
+    case Pattern::kScattered: return "scattered";  // 3 bytes of every 8 (radix's keys)
     case Pattern::kAlternate: return "alternate";  // every other byte differs
     case Pattern::kFull: return "full";            // every byte differs
   }
@@ -88,6 +89,9 @@ void MakePair(Pattern p, Page* page, Page* twin) {
         const size_t at = r * 512 + rng() % (512 - 16);
         for (size_t i = at; i < at + 16; ++i) page->b[i] ^= 0xff;
       }
+      break;
+    case Pattern::kScattered:
+      for (size_t i = 0; i < kPage; i += 8) page->b[i] ^= 0xff, page->b[i + 1] ^= 0xff, page->b[i + 2] ^= 0xff;
       break;
     case Pattern::kAlternate:
       for (size_t i = 0; i < kPage; i += 2) page->b[i] ^= 0xff;
@@ -113,13 +117,13 @@ void BM_DiffFind(benchmark::State& state, diff::Impl impl, Pattern p) {
 }
 
 // Creating a diff: find the runs and encode them, into a reused buffer.
-void BM_DiffCreate(benchmark::State& state, diff::Impl impl, Pattern p) {
+void BM_DiffCreate(benchmark::State& state, diff::Impl impl, Pattern p, diff::Form form) {
   auto page = NewPage(0), twin = NewPage(0);
   MakePair(p, page.get(), twin.get());
   std::vector<uint8_t> out;
   for (auto _ : state) {
     out.clear();
-    diff::Encode(page->span(), twin->span(), &out, impl);
+    diff::Encode(page->span(), twin->span(), &out, impl, form);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["encoded_bytes"] = static_cast<double>(out.size());
@@ -127,14 +131,14 @@ void BM_DiffCreate(benchmark::State& state, diff::Impl impl, Pattern p) {
 }
 
 // Applying a diff (validation included) made by the given implementation.
-void BM_DiffApply(benchmark::State& state, diff::Impl impl, Pattern p) {
+void BM_DiffApply(benchmark::State& state, diff::Impl impl, Pattern p, diff::Form form) {
   auto page = NewPage(0), twin = NewPage(0);
   MakePair(p, page.get(), twin.get());
   std::vector<uint8_t> encoded;
-  diff::Encode(page->span(), twin->span(), &encoded, impl);
+  diff::Encode(page->span(), twin->span(), &encoded, impl, form);
   for (auto _ : state) {
     benchmark::DoNotOptimize(encoded.data());
-    const Status s = diff::Apply(encoded, twin->span());
+    const Status s = diff::Apply(encoded, twin->span(), impl);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
     benchmark::DoNotOptimize(twin->b);
   }
@@ -220,10 +224,14 @@ void Register() {
     const std::string suffix = std::string(diff::ToString(impl)) + "/";
     for (Pattern p : kPatterns) {
       benchmark::RegisterBenchmark(("diff_find/" + suffix + Name(p)).c_str(), BM_DiffFind, impl, p);
-      benchmark::RegisterBenchmark(("diff_create/" + suffix + Name(p)).c_str(), BM_DiffCreate, impl,
-                                   p);
-      benchmark::RegisterBenchmark(("diff_apply/" + suffix + Name(p)).c_str(), BM_DiffApply, impl,
-                                   p);
+      // diff_create / diff_apply: runs only (what the NIC stores); *_smallest:
+      // runs or a masked block, whichever is smaller (what messages carry).
+      for (const auto& [tag, form] : {std::pair{"", diff::Form::kRuns}, {"_smallest", diff::Form::kSmallest}}) {
+        benchmark::RegisterBenchmark(("diff_create" + std::string(tag) + "/" + suffix + Name(p)).c_str(),
+                                     BM_DiffCreate, impl, p, form);
+        benchmark::RegisterBenchmark(("diff_apply" + std::string(tag) + "/" + suffix + Name(p)).c_str(),
+                                     BM_DiffApply, impl, p, form);
+      }
     }
   }
   benchmark::RegisterBenchmark("vector_merge", BM_VectorMerge)->Arg(64);

@@ -145,8 +145,11 @@ void FindRunsScalar(const uint8_t* page, const uint8_t* twin, size_t n,
   }
 }
 
-void BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks) {
-  for (size_t i = 0; i < n; i += kBlockBytes) *masks++ = ScalarMask(page + i, twin + i, kBlockBytes);
+MaskCounts BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks) {
+  MaskCounts counts;
+  for (size_t k = 0; k < n / kBlockBytes; ++k)
+    counts.Block(masks[k] = ScalarMask(page + k * kBlockBytes, twin + k * kBlockBytes, kBlockBytes), k);
+  return counts;
 }
 
 void StoreMaskedScalar(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks) {
@@ -248,13 +251,14 @@ void EncodeRuns(std::span<const uint8_t> page, std::span<const Run> runs,
 
 namespace {
 
-void BlockMasks(std::span<const uint8_t> page, std::span<const uint8_t> twin, uint64_t* masks, Impl impl) {
+internal::MaskCounts BlockMasks(std::span<const uint8_t> page, std::span<const uint8_t> twin, uint64_t* masks,
+                                Impl impl) {
   switch (impl) {
     case Impl::kAvx512: return internal::BlockMasksAvx512(page.data(), twin.data(), page.size(), masks);
     case Impl::kAvx2: return internal::BlockMasksAvx2(page.data(), twin.data(), page.size(), masks);
     case Impl::kScalar: break;
   }
-  internal::BlockMasksScalar(page.data(), twin.data(), page.size(), masks);
+  return internal::BlockMasksScalar(page.data(), twin.data(), page.size(), masks);
 }
 
 // The page's block masks, then whichever of a masked block and the runs
@@ -267,27 +271,20 @@ EncodeResult EncodeSmallest(std::span<const uint8_t> page, std::span<const uint8
   std::vector<uint64_t> on_heap;
   uint64_t* masks = on_stack;
   if (blocks > std::size(on_stack)) masks = (on_heap.resize(blocks), on_heap.data());
-  BlockMasks(page, twin, masks, impl);
+  const internal::MaskCounts counts = BlockMasks(page, twin, masks, impl);
   EncodeResult result;
-  size_t first = blocks, last = 0;
-  uint64_t open = 0;
-  for (size_t k = 0; k < blocks; ++k) {
-    const uint64_t m = masks[k];
-    result.runs += size_t(__builtin_popcountll(m & ~((m << 1) | open)));
-    result.bytes += size_t(__builtin_popcountll(m));
-    open = m >> 63;
-    if (m != 0) {
-      first = std::min(first, k);
-      last = k;
-    }
-  }
+  result.runs = counts.runs;
+  result.bytes = counts.bytes;
   if (result.runs == 0) return result;
+  const size_t first = counts.first, last = counts.last;
   const size_t span = last - first + 1;
   const size_t masked_bytes = kRunHeaderBytes + span * (sizeof(uint64_t) + kGrain);
   if (masked_bytes < result.runs * kRunHeaderBytes + result.bytes) {
     result.masked = true;
+    // The bytes appended, not written over a zero-fill.
+    out->reserve(out->size() + masked_bytes);
     const size_t old = out->size();
-    out->resize(old + masked_bytes);
+    out->resize(old + kRunHeaderBytes + span * sizeof(uint64_t));
     uint8_t* w = out->data() + old;
     StoreLE32(w, static_cast<uint32_t>(first * kGrain));
     StoreLE32(w + 4, kMasked | static_cast<uint32_t>(span * kGrain));
@@ -295,7 +292,7 @@ EncodeResult EncodeSmallest(std::span<const uint8_t> page, std::span<const uint8
     for (size_t k = first; k <= last; ++k, w += sizeof(uint64_t)) {
       for (size_t b = 0; b < sizeof(uint64_t); ++b) w[b] = static_cast<uint8_t>(masks[k] >> (8 * b));
     }
-    std::memcpy(w, page.data() + first * kGrain, span * kGrain);
+    out->insert(out->end(), page.data() + first * kGrain, page.data() + (last + 1) * kGrain);
     return result;
   }
   std::vector<Run> runs;

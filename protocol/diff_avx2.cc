@@ -69,8 +69,11 @@ SVM_AVX2 void FindRunsAvx2(const uint8_t* page, const uint8_t* twin, size_t n,
   cursor.Finish(static_cast<uint32_t>(n));
 }
 
-SVM_AVX2 void BlockMasksAvx2(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks) {
-  for (size_t i = 0; i < n; i += kBlockBytes) *masks++ = DiffMask(page + i, twin + i);
+__attribute__((target("avx2,popcnt"))) MaskCounts BlockMasksAvx2(const uint8_t* page, const uint8_t* twin,
+                                                                   size_t n, uint64_t* masks) {
+  MaskCounts counts;
+  for (size_t k = 0; k < n / kBlockBytes; ++k) counts.Block(masks[k] = DiffMask(page + k * 64, twin + k * 64), k);
+  return counts;
 }
 
 }  // namespace svm::diff::internal

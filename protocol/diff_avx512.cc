@@ -52,8 +52,12 @@ SVM_AVX512 void FindRunsAvx512(const uint8_t* page, const uint8_t* twin, size_t 
   cursor.Finish(static_cast<uint32_t>(n));
 }
 
-SVM_AVX512 void BlockMasksAvx512(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks) {
-  for (size_t i = 0; i < n; i += kBlockBytes) *masks++ = DiffMask(page + i, twin + i);
+__attribute__((target("avx512f,avx512bw,popcnt"))) MaskCounts BlockMasksAvx512(const uint8_t* page,
+                                                                               const uint8_t* twin, size_t n,
+                                                                               uint64_t* masks) {
+  MaskCounts counts;
+  for (size_t k = 0; k < n / kBlockBytes; ++k) counts.Block(masks[k] = DiffMask(page + k * 64, twin + k * 64), k);
+  return counts;
 }
 
 // A masked store writes only the bytes its mask selects (architecturally: no

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "protocol/diff.h"
@@ -56,11 +57,34 @@ inline uint64_t ScalarMask(const uint8_t* page, const uint8_t* twin, size_t n) {
   return m;
 }
 
-// Each writes masks[k] = the mask of block k of page[0, n) against twin.
-// REQUIRES: n % kBlockBytes == 0. The SIMD ones: the CPU supports their ISA.
-void BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
-void BlockMasksAvx2(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
-void BlockMasksAvx512(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
+// What a page's block masks say: its runs, changed bytes, and the first
+// and last blocks with a change (first > last when none).
+struct MaskCounts {
+  size_t runs = 0;
+  size_t bytes = 0;
+  size_t first = SIZE_MAX;
+  size_t last = 0;
+  uint64_t open = 0;  // the last block fed ends inside a run
+
+  // Inlined into the SIMD callers, whose targets include POPCNT (the
+  // baseline's popcount is a dozen instructions).
+  void Block(uint64_t m, size_t k) {
+    runs += size_t(__builtin_popcountll(m & ~((m << 1) | open)));
+    bytes += size_t(__builtin_popcountll(m));
+    open = m >> 63;
+    if (m != 0) {
+      if (first == SIZE_MAX) first = k;
+      last = k;
+    }
+  }
+};
+
+// Each writes masks[k] = the mask of block k of page[0, n) against twin and
+// counts them. REQUIRES: n % kBlockBytes == 0. The SIMD ones: the CPU
+// supports their ISA.
+MaskCounts BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
+MaskCounts BlockMasksAvx2(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
+MaskCounts BlockMasksAvx512(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
 
 // Stores the bytes of from[0, 64 * blocks) whose mask bits are set at to.
 void StoreMaskedScalar(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks);
