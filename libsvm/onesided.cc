@@ -347,7 +347,7 @@ bool Runtime::LocalAtomicsMatchNic() const { return opts_.transport == "shm" || 
 // The diff's encoding is the NIC's for WRITE_RUNS: where the NIC offers it
 // the runs travel as one request (one frame on tcp, copies on shm), else as
 // a WRITE each.
-static_assert(diff::kRunHeaderBytes == nic::kRunHeaderBytes);
+static_assert(diff::kRunHeaderBytes == nic::kRunHeaderBytes && diff::kMasked == nic::kMaskedRuns);
 
 void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<const uint8_t> runs) {
   std::unique_ptr<OneSided> op = NewOp(uint8_t(OneSided::Kind::kWriteDiff));
@@ -363,6 +363,7 @@ void Runtime::WriteDiff(NodeId home, PageId p, IntervalId interval, std::span<co
     wrs.push_back(nic::WorkRequest::WriteRuns(home, region, offset, {&all, 1}));
   } else {
     const uint64_t page = Frame(p).size();
+    if (nic::IsMasked(op->buf)) Die(fmt::format("diff of page {}: a masked block for a NIC without WRITE_RUNS", p));
     if (nic::CheckRuns(op->buf, 0, [page](uint64_t at, uint64_t len) { return at + len <= page; }) !=
         nic::WcStatus::kSuccess) {
       Die(fmt::format("diff of page {}: malformed ({} bytes)", p, op->buf.size()));

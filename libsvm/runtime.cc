@@ -333,6 +333,7 @@ Status Runtime::Connect() {
   nc.claim_by_cas = opts_.transport != "tcp";
   if (Status st = ChooseWriteDetection(); !st.ok()) return st;
   nc.scan_writes = scan_writes_;
+  nc.masked_direct_diffs = nic_ != nullptr && nic_->StoresMaskedBlocks();  // none in most 1-node jobs
   // Pages of the globals join later; size the Node for the largest program
   // image we accept next to the region.
   nc.geometry.pages += kMaxGlobalsPages;

@@ -8,6 +8,7 @@
 
 #include "nic_ext/region_table.h"
 #include "nic_ext/runs.h"
+#include "util/masked_store.h"
 
 namespace svm::nic {
 
@@ -207,6 +208,11 @@ WcStatus RegionTable::StoreRuns(RegionId id, uint64_t offset, std::span<const ui
   const WcStatus verdict =
       CheckRuns(runs, offset, [&](uint64_t at, uint64_t len) { return Find(id, at, len) != nullptr; });
   if (verdict != WcStatus::kSuccess) return verdict;  // nothing stored
+  if (IsMasked(runs)) {
+    const MaskedBlock b = TheMaskedBlock(runs);
+    util::StoreMasked(Find(id, offset + b.offset, b.length), b.masks, b.bytes, b.length / 64);
+    return WcStatus::kSuccess;
+  }
   for (size_t at = 0; at != runs.size();) {
     const Run r = NextRun(runs, &at);
     std::memcpy(Find(id, offset + r.offset, r.bytes.size()), r.bytes.data(), r.bytes.size());

@@ -72,11 +72,16 @@ struct MemoryRegion {
 // any is stored: a run outside the region is kRemoteAccessError, a malformed
 // encoding kRemoteInvalidRequest, and nothing is stored. Runs should not
 // overlap (their order of landing is the NIC's). Not every NIC has it
-// (Nic::Supports).
+// (Nic::Supports). Where Nic::StoresMaskedBlocks, the gather list may
+// instead be one masked block, alone: `u32 offset | u32 (kMaskedRuns |
+// length) | length / 8 bytes of mask | length bytes`, offset and length
+// multiples of 64, the first and last mask words not zero; only the bytes
+// whose mask bits are set are stored (nic_ext/runs.h).
 enum class Opcode : uint8_t { kSend, kWrite, kRead, kCas, kFaa, kLock, kUnlock, kWriteRuns };
 const char* ToString(Opcode op);
 bool IsValid(Opcode op);
 inline constexpr size_t kRunHeaderBytes = 8;  // kWriteRuns: u32 offset | u32 length
+inline constexpr uint32_t kMaskedRuns = uint32_t{1} << 31;  // in the length: a masked block
 
 // Completion status (the verbs ibv_wc_status, reduced).
 enum class WcStatus : uint8_t {
@@ -179,6 +184,11 @@ class Nic {
   // target or its mapping; ofi: a few runs per RMA write), so verbs refuses
   // it and the caller posts a WRITE per run instead.
   virtual bool Supports(Opcode op) const { return IsValid(op) && op != Opcode::kWriteRuns; }
+
+  // Whether a kWriteRuns may carry a masked block (a direct diff of
+  // scattered writes): the NICs that store runs through a RegionTable
+  // (fake, shm, tcp); ofi's RMA writes cannot skip bytes.
+  virtual bool StoresMaskedBlocks() const { return false; }
 
   // SEND messages from peers (and from this node to itself), FIFO per sender.
   RecvQueue& recv_queue() { return recv_queue_; }

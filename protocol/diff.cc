@@ -8,6 +8,7 @@
 #include <string>
 
 #include "protocol/diff_simd.h"
+#include "util/masked_store.h"
 
 namespace svm::diff {
 namespace {
@@ -150,15 +151,6 @@ MaskCounts BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, 
   for (size_t k = 0; k < n / kBlockBytes; ++k)
     counts.Block(masks[k] = ScalarMask(page + k * kBlockBytes, twin + k * kBlockBytes, kBlockBytes), k);
   return counts;
-}
-
-void StoreMaskedScalar(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks) {
-  for (size_t k = 0; k < blocks; ++k) {
-    for (uint64_t m = LoadLE64(masks + 8 * k); m != 0; m &= m - 1) {
-      const size_t i = k * kBlockBytes + Ctz(m);
-      to[i] = from[i];
-    }
-  }
 }
 
 }  // namespace internal
@@ -388,9 +380,9 @@ Status Apply(std::span<const uint8_t> encoded, std::span<uint8_t> page, Impl imp
     const uint8_t* masks = encoded.data() + kRunHeaderBytes;
     const uint8_t* from = masks + blocks * sizeof(uint64_t);
     if (impl == Impl::kAvx512) {
-      internal::StoreMaskedAvx512(to, masks, from, blocks);
+      util::StoreMaskedAvx512(to, masks, from, blocks);
     } else {
-      internal::StoreMaskedScalar(to, masks, from, blocks);
+      util::StoreMaskedScalar(to, masks, from, blocks);
     }
     return Status::Ok();
   }

@@ -60,14 +60,4 @@ __attribute__((target("avx512f,avx512bw,popcnt"))) MaskCounts BlockMasksAvx512(c
   return counts;
 }
 
-// A masked store writes only the bytes its mask selects (architecturally: no
-// read-modify-write of the others), as a run's copy does.
-SVM_AVX512 void StoreMaskedAvx512(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks) {
-  for (size_t k = 0; k < blocks; ++k) {
-    uint64_t m;  // little-endian on the wire, as on x86
-    __builtin_memcpy(&m, masks + 8 * k, 8);
-    _mm512_mask_storeu_epi8(to + k * kBlockBytes, m, _mm512_loadu_si512(from + k * kBlockBytes));
-  }
-}
-
 }  // namespace svm::diff::internal

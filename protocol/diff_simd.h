@@ -86,10 +86,6 @@ MaskCounts BlockMasksScalar(const uint8_t* page, const uint8_t* twin, size_t n, 
 MaskCounts BlockMasksAvx2(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
 MaskCounts BlockMasksAvx512(const uint8_t* page, const uint8_t* twin, size_t n, uint64_t* masks);
 
-// Stores the bytes of from[0, 64 * blocks) whose mask bits are set at to.
-void StoreMaskedScalar(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks);
-void StoreMaskedAvx512(uint8_t* to, const uint8_t* masks, const uint8_t* from, size_t blocks);
-
 // Each appends to *runs the runs in which page[0, n) differs from twin[0, n).
 // REQUIRES: n <= UINT32_MAX. The SIMD ones: the CPU supports their ISA.
 void FindRunsScalar(const uint8_t* page, const uint8_t* twin, size_t n,

@@ -160,8 +160,9 @@ void Node::CloseInterval() {
     }
     DiffMessage d{p, interval, {}};
     const size_t page_size = config_.geometry.page_size;
-    // A direct diff is stored by the NIC's WRITE_RUNS, which takes runs only.
-    const diff::Form form = DiffsDirectly(config_.mode) ? diff::Form::kRuns : diff::Form::kSmallest;
+    // A direct diff is stored by the NIC's WRITE_RUNS, which may take runs only.
+    const diff::Form form =
+        DiffsDirectly(config_.mode) && !config_.masked_direct_diffs ? diff::Form::kRuns : diff::Form::kSmallest;
     diff::EncodeResult r = diff::Encode(host_->Frame(p), {pg.twin, page_size}, &d.runs, diff::Best(), form);
     if (config_.scan_writes && pg.state == Page::State::kRead) {
       // The copy stays twinned: the twin takes the bytes sent, so a write

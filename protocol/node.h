@@ -145,6 +145,10 @@ struct NodeConfig {
   // from the home get their twin when they arrive (eager twins). Else a
   // write to a read page faults and is noted then.
   bool scan_writes = false;
+  // Direct diffs (dd, nil) may be masked blocks (diff.h): the host's NIC
+  // stores them (nic::Nic::StoresMaskedBlocks). Diffs sent as messages may
+  // always be.
+  bool masked_direct_diffs = false;
   PlantedBug TEST_bug = PlantedBug::kNone;
 };
 

@@ -49,6 +49,7 @@ class FakeNic final : public Nic {
 
   Status Connect(std::span<const std::string>) override { return Status::Ok(); }
   bool Supports(Opcode op) const override { return IsValid(op); }
+  bool StoresMaskedBlocks() const override { return true; }
 
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override {
     for (const WorkRequest& wr : wrs) {

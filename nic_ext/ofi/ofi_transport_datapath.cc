@@ -479,6 +479,7 @@ int OfiNicImpl::Start(uint32_t slot) {
 // As RegionTable::StoreRuns decides (nic_ext/runs.h), against the peer's
 // region as it announced it.
 WcStatus OfiNicImpl::CheckRuns(const Remote& r, const Slot& s) const {
+  if (IsMasked(s.data)) return WcStatus::kRemoteInvalidRequest;  // not StoresMaskedBlocks
   return nic::CheckRuns(s.data, s.wr.offset, [&](uint64_t at, uint64_t len) {
     return s.wr.region < kMaxRegions && RemoteOk(r, at, len);
   });

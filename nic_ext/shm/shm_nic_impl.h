@@ -89,6 +89,7 @@ class ShmNicImpl final : public ShmNic {
   Status Connect(std::span<const std::string> addresses) override;
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override;
   bool Supports(Opcode op) const override { return IsValid(op); }
+  bool StoresMaskedBlocks() const override { return true; }
   void Shutdown() override;
   std::string listen_address() const override { return address_; }
   Counters counters() const override;

@@ -78,6 +78,7 @@ class TcpNicImpl final : public TcpNic {
   Status Connect(std::span<const std::string> addresses) override;
   Status Post(CompletionQueue* cq, std::span<const WorkRequest> wrs) override;
   bool Supports(Opcode op) const override { return IsValid(op); }
+  bool StoresMaskedBlocks() const override { return true; }
   void Shutdown() override;
 
  private:

@@ -4,6 +4,7 @@
 // generous timeouts only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -284,6 +285,34 @@ TEST_P(TransportTest, WriteRunsScatterWithoutTouchingTheGaps) {
   WorkRequest gathered = WorkRequest::WriteRuns(1, kRegion, 64, pieces);
   EXPECT_EQ(PostWait(c[0], cq, gathered).status, WcStatus::kSuccess);
   EXPECT_EQ(std::memcmp(target, want, sizeof want), 0);
+}
+
+// A masked block (a direct diff of scattered writes) where the NIC stores
+// them: the selected bytes land, the block's others stay as they were.
+// Elsewhere (ofi) it is refused and nothing is stored.
+TEST_P(TransportTest, WriteRunsCarryAMaskedBlockWhereTheNicStoresThem) {
+  Cluster& c = *c_;
+  CompletionQueue cq;
+  std::vector<uint8_t> block(kRunHeaderBytes + 2 * 8 + 128, 5);
+  coding::EncodeFixed<uint32_t>(block.data(), 64);
+  coding::EncodeFixed<uint32_t>(block.data() + 4, kMaskedRuns | 128);
+  coding::EncodeFixed<uint64_t>(block.data() + 8, 0x8001);           // bytes 0 and 15
+  coding::EncodeFixed<uint64_t>(block.data() + 16, uint64_t{1} << 63);  // byte 127
+  Sge all{block.data(), uint32_t(block.size())};
+  const WorkRequest wr = WorkRequest::WriteRuns(1, kRegion, 128, {&all, 1});
+  auto* target = reinterpret_cast<uint8_t*>(c.mem[1].data()) + 192;
+  std::memset(target, 0x77, 128);
+  const Completion done = PostWait(c[0], cq, wr);
+  if (!c[0].StoresMaskedBlocks()) {
+    EXPECT_EQ(done.status, WcStatus::kRemoteInvalidRequest);
+    EXPECT_EQ(std::count(target, target + 128, 0x77), 128);
+    return;
+  }
+  EXPECT_EQ(done.status, WcStatus::kSuccess);
+  EXPECT_EQ(target[0], 5);
+  EXPECT_EQ(target[15], 5);
+  EXPECT_EQ(target[127], 5);
+  EXPECT_EQ(std::count(target, target + 128, 0x77), 125);
 }
 
 // All or none: a run outside the region or a malformed encoding anywhere in

@@ -3,6 +3,8 @@
 // BufferPool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <thread>
 #include <vector>
 
@@ -167,6 +169,56 @@ TEST(RegionTableTest, StoreRunsStoresAllOrNone) {
   std::array<uint8_t, 64> want{};
   want[8] = want[9] = 5;
   want[18] = want[19] = want[20] = 6;
+  EXPECT_EQ(mem, want);
+}
+
+// A masked block (u32 offset | u32 kMaskedRuns | length | masks | bytes):
+// one mask word a 64-byte block, each byte of the block `fill`.
+std::vector<uint8_t> MaskedBlock(uint32_t offset, uint32_t length, std::vector<uint64_t> masks, uint8_t fill) {
+  std::vector<uint8_t> out(kRunHeaderBytes + masks.size() * 8);
+  coding::EncodeFixed<uint32_t>(out.data(), offset);
+  coding::EncodeFixed<uint32_t>(out.data() + 4, kMaskedRuns | length);
+  for (size_t k = 0; k < masks.size(); ++k) coding::EncodeFixed<uint64_t>(out.data() + kRunHeaderBytes + 8 * k, masks[k]);
+  out.insert(out.end(), length, fill);
+  return out;
+}
+
+TEST(RunsTest, CheckRunsJudgesAMaskedBlock) {
+  const auto in256 = [](uint64_t at, uint64_t len) { return at + len <= 256; };
+  EXPECT_EQ(CheckRuns(MaskedBlock(64, 128, {1, 2}, 7), 0, in256), WcStatus::kSuccess);
+  EXPECT_EQ(CheckRuns(MaskedBlock(64, 128, {1, 2}, 7), 128, in256), WcStatus::kRemoteAccessError);
+  EXPECT_EQ(CheckRuns(MaskedBlock(64, 128, {1, 2}, 7), UINT64_MAX - 30, in256), WcStatus::kRemoteAccessError);  // overflows
+  for (const auto& bad : {MaskedBlock(8, 64, {1}, 7), MaskedBlock(0, 100, {1, 1}, 7), MaskedBlock(0, 0, {}, 7),
+                          MaskedBlock(0, 128, {0, 1}, 7), MaskedBlock(0, 128, {1, 0}, 7),
+                          MaskedBlock(0, 128, {1}, 7)}) {
+    EXPECT_EQ(CheckRuns(bad, 0, in256), WcStatus::kRemoteInvalidRequest);
+  }
+  std::vector<uint8_t> trailing = MaskedBlock(0, 64, {1}, 7);
+  trailing.push_back(0);
+  EXPECT_EQ(CheckRuns(trailing, 0, in256), WcStatus::kRemoteInvalidRequest);
+  std::vector<uint8_t> after_run;
+  AppendRun(&after_run, 0, 1, 1);
+  const std::vector<uint8_t> block = MaskedBlock(64, 64, {1}, 7);
+  after_run.insert(after_run.end(), block.begin(), block.end());
+  EXPECT_EQ(CheckRuns(after_run, 0, in256), WcStatus::kRemoteInvalidRequest);
+  EXPECT_TRUE(IsMasked(block));
+  EXPECT_FALSE(IsMasked(after_run));
+}
+
+// Only the bytes the masks select change: the block's others keep what
+// another writer put there.
+TEST(RegionTableTest, StoreRunsStoresAMaskedBlocksSelectedBytes) {
+  std::array<uint8_t, 256> mem{};
+  mem.fill(0x11);
+  RegionTable t;
+  ASSERT_TRUE(t.Add({1, mem.data(), mem.size()}).ok());
+  const std::vector<uint8_t> block = MaskedBlock(64, 128, {0b101, uint64_t{1} << 63}, 9);
+  EXPECT_EQ(t.StoreRuns(1, 128, block), WcStatus::kRemoteAccessError);  // 192 + 128 leaves the region
+  EXPECT_EQ(std::count(mem.begin(), mem.end(), 0x11), 256);
+  ASSERT_EQ(t.StoreRuns(1, 0, block), WcStatus::kSuccess);
+  std::array<uint8_t, 256> want;
+  want.fill(0x11);
+  want[64] = want[66] = want[64 + 127] = 9;
   EXPECT_EQ(mem, want);
 }
 

@@ -1205,7 +1205,10 @@ class ModeHost : public MemoryHost {
     for (uint32_t i = 0; i < count; ++i)
       if (mark & (uint64_t{1} << i)) marked.push_back(first + i * stride);
   }
-  void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t>) override { direct_diffs++; }
+  void WriteDiff(NodeId, PageId, IntervalId, std::span<const uint8_t> runs) override {
+    direct_diffs++;
+    direct_diff_bytes.emplace_back(runs.begin(), runs.end());
+  }
   void DepositNotice(const WriteNotice& n) override { deposited.push_back(n); }
   void TakeNotices(std::vector<WriteNotice>* out) override {
     for (WriteNotice& n : inbox) out->push_back(std::move(n));
@@ -1240,6 +1243,7 @@ class ModeHost : public MemoryHost {
   std::vector<PageId> marked;  // pages whose reads set the home's SharedMark
   std::vector<std::pair<NodeId, PageId>> marks_dropped;  // DropMarks, a page each
   int direct_diffs = 0;
+  std::vector<std::vector<uint8_t>> direct_diff_bytes;  // each WriteDiff's encoding
   std::vector<WriteNotice> deposited;
   std::vector<WriteNotice> inbox;  // what peers deposited, not yet taken
   std::vector<std::pair<NodeId, LockId>> nic_locks;  // NicLockTail calls
@@ -1639,6 +1643,51 @@ std::vector<std::pair<NodeId, Message>> Sent(const ModeHost& h, size_t from, Nod
   }
   return out;
 }
+
+// A diff of scattered writes goes as a masked block where it may: always as
+// a message (rf), as a direct diff (dd) only where the host's NIC stores
+// masked blocks (NodeConfig::masked_direct_diffs).
+TEST(NodeModeTest, ScatteredWritesDiffAsAMaskedBlockWhereTheyMay) {
+  for (Mode mode : {Mode::kRf, Mode::kDd}) {
+    for (bool masked_direct : {false, true}) {
+      SCOPED_TRACE(std::string(ToString(mode)) + (masked_direct ? " masked direct diffs" : " runs only"));
+      ModeHost h(2);
+      NodeConfig c = ModeConfig(mode, 2, 1);
+      c.self = 1;
+      c.masked_direct_diffs = masked_direct;
+      Node n(c, &h);
+      const LockId l = PinnedLock(1, 4);  // homed here: the token is here
+      ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+      const PageId p = 0;  // homed at node 0
+      ASSERT_EQ(n.Fault(0, p, Access::kRead), Outcome::kBlocked);
+      const std::vector<uint8_t> zeros(kPage);
+      const bool in_frames = h.landings.back().where == Host::Landing::Where::kFrames;
+      ASSERT_TRUE(n.OnPageRead(0, p, 1, std::vector<VectorTime>{VectorTime(2)},
+                               in_frames ? std::span<const uint8_t>() : std::span<const uint8_t>(zeros))
+                      .ok());
+      ASSERT_EQ(n.Fault(0, p, Access::kWrite), Outcome::kDone);
+      for (size_t i = 0; i < kPage; i += 8) h.Frame(p)[i] = h.Frame(p)[i + 1] = uint8_t(1 + i / 8);  // 10 bytes a run
+      n.Release(0, l);
+      ASSERT_TRUE(n.Receive(0, wire::Encode(LockRequest{l, 0, false, VectorTime(2)}, 0)).ok());
+      std::vector<uint8_t> encoded;
+      if (DiffsDirectly(mode)) {
+        ASSERT_EQ(h.direct_diff_bytes.size(), 1u);
+        encoded = h.direct_diff_bytes[0];
+      } else {
+        for (auto& [to, m] : Sent(h, 0, 2))
+          if (auto* d = std::get_if<DiffMessage>(&m)) encoded = d->runs;
+      }
+      ASSERT_GE(encoded.size(), diff::kRunHeaderBytes);
+      const bool masked = (encoded[7] & 0x80) != 0;  // the length's top bit
+      EXPECT_EQ(masked, !DiffsDirectly(mode) || masked_direct);
+      EXPECT_EQ(n.stats().masked_diffs, masked ? 1u : 0u);
+      std::vector<uint8_t> home(kPage);
+      ASSERT_TRUE(diff::Apply(encoded, home).ok());
+      EXPECT_TRUE(std::equal(home.begin(), home.end(), h.Frame(p).begin()));
+    }
+  }
+}
+
 
 // rf, 2 x 1, block homes, writes found by scans, on a host that fills (as
 // the uffd runtime does): node 1 is home of the upper half of the pages.

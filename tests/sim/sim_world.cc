@@ -91,6 +91,7 @@ World::World(const CaseConfig& config, const Program& program)
     nc.max_run = config.max_run;
     nc.claim_by_cas = config.claim_by_cas;
     nc.scan_writes = config.scan_writes;
+    nc.masked_direct_diffs = true;  // SimHost::WriteDiff applies them with diff::Apply
     nc.TEST_bug = config.planted_bug;
     nodes_.push_back(std::make_unique<Node>(nc, hosts_[n].get()));
   }
