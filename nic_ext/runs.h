@@ -77,7 +77,8 @@ WcStatus CheckRuns(std::span<const uint8_t> runs, uint64_t base, Fits fits) {
   for (size_t at = 0; at != runs.size();) {
     if (runs.size() - at < kRunHeaderBytes) return WcStatus::kRemoteInvalidRequest;
     const uint32_t length = coding::DecodeFixed<uint32_t>(runs.data() + at + 4);
-    if (length == 0 || (length & kMaskedRuns) || runs.size() - at - kRunHeaderBytes < length) return WcStatus::kRemoteInvalidRequest;
+    if (length == 0 || (length & kMaskedRuns) || runs.size() - at - kRunHeaderBytes < length)
+      return WcStatus::kRemoteInvalidRequest;  // a masked block only alone
     const Run r = NextRun(runs, &at);
     if (base > UINT64_MAX - r.offset || !fits(base + r.offset, uint64_t{length})) {
       verdict = WcStatus::kRemoteAccessError;

@@ -262,7 +262,10 @@ EncodeResult EncodeSmallest(std::span<const uint8_t> page, std::span<const uint8
   uint64_t on_stack[1024];
   std::vector<uint64_t> on_heap;
   uint64_t* masks = on_stack;
-  if (blocks > std::size(on_stack)) masks = (on_heap.resize(blocks), on_heap.data());
+  if (blocks > std::size(on_stack)) {  // pages over 64 KiB
+    on_heap.resize(blocks);
+    masks = on_heap.data();
+  }
   const internal::MaskCounts counts = BlockMasks(page, twin, masks, impl);
   EncodeResult result;
   result.runs = counts.runs;
@@ -344,7 +347,7 @@ Status Validate(std::span<const uint8_t> encoded, size_t page_size) {
   while (pos < size) {
     if (size - pos < kRunHeaderBytes) return Bad(pos, "truncated run header");
     const uint64_t offset = LoadLE32(encoded.data() + pos);
-    uint64_t length = LoadLE32(encoded.data() + pos + 4);
+    const uint64_t length = LoadLE32(encoded.data() + pos + 4);
     if (length & kMasked) {
       if (pos != 0) return Bad(pos, "masked block after runs");
       return ValidateMasked(encoded, offset, length & ~uint64_t{kMasked}, page_size);
