@@ -257,7 +257,7 @@ internal::MaskCounts BlockMasks(std::span<const uint8_t> page, std::span<const u
 // (found from the same masks) is smaller.
 EncodeResult EncodeSmallest(std::span<const uint8_t> page, std::span<const uint8_t> twin,
                             std::vector<uint8_t>* out, Impl impl) {
-  constexpr size_t kGrain = internal::kBlockBytes;
+  constexpr size_t kGrain = kMaskedGrain;
   const size_t blocks = page.size() / kGrain;
   uint64_t on_stack[1024];
   std::vector<uint64_t> on_heap;
@@ -305,7 +305,7 @@ EncodeResult Encode(std::span<const uint8_t> page, std::span<const uint8_t> twin
                     std::vector<uint8_t>* out, Impl impl, Form form) {
   assert(page.size() == twin.size() && Supported(impl));
   // A block covers whole 64-byte blocks of the page; offsets are u32.
-  if (form == Form::kSmallest && page.size() % internal::kBlockBytes == 0 && page.size() < kMasked)
+  if (form == Form::kSmallest && page.size() % kMaskedGrain == 0 && page.size() < kMasked)
     return EncodeSmallest(page, twin, out, impl);
   std::vector<Run> runs;
   FindRuns(page, twin, &runs, impl);
@@ -320,7 +320,7 @@ namespace {
 
 // A masked block, alone in `encoded` (its header read already).
 Status ValidateMasked(std::span<const uint8_t> encoded, uint64_t offset, uint64_t length, size_t page_size) {
-  constexpr size_t kGrain = internal::kBlockBytes;
+  constexpr size_t kGrain = kMaskedGrain;
   if (length == 0 || length % kGrain != 0 || offset % kGrain != 0)
     return Bad(0, "masked block not of whole 64-byte blocks");
   if (offset + length > page_size) {
@@ -378,7 +378,7 @@ Status Apply(std::span<const uint8_t> encoded, std::span<uint8_t> page, Impl imp
   if (Status s = Validate(encoded, page.size()); !s.ok()) return s;
   if (!encoded.empty() && (LoadLE32(encoded.data() + 4) & kMasked)) {
     const uint32_t length = LoadLE32(encoded.data() + 4) & ~kMasked;
-    const size_t blocks = length / internal::kBlockBytes;
+    const size_t blocks = length / kMaskedGrain;
     uint8_t* to = page.data() + LoadLE32(encoded.data());
     const uint8_t* masks = encoded.data() + kRunHeaderBytes;
     const uint8_t* from = masks + blocks * sizeof(uint64_t);

@@ -72,7 +72,8 @@ SVM_AVX2 void FindRunsAvx2(const uint8_t* page, const uint8_t* twin, size_t n,
 __attribute__((target("avx2,popcnt"))) MaskCounts BlockMasksAvx2(const uint8_t* page, const uint8_t* twin,
                                                                    size_t n, uint64_t* masks) {
   MaskCounts counts;
-  for (size_t k = 0; k < n / kBlockBytes; ++k) counts.Block(masks[k] = DiffMask(page + k * 64, twin + k * 64), k);
+  for (size_t k = 0; k < n / kBlockBytes; ++k)
+    counts.Block(masks[k] = DiffMask(page + k * kBlockBytes, twin + k * kBlockBytes), k);
   return counts;
 }
 

@@ -56,7 +56,8 @@ __attribute__((target("avx512f,avx512bw,popcnt"))) MaskCounts BlockMasksAvx512(c
                                                                                const uint8_t* twin, size_t n,
                                                                                uint64_t* masks) {
   MaskCounts counts;
-  for (size_t k = 0; k < n / kBlockBytes; ++k) counts.Block(masks[k] = DiffMask(page + k * 64, twin + k * 64), k);
+  for (size_t k = 0; k < n / kBlockBytes; ++k)
+    counts.Block(masks[k] = DiffMask(page + k * kBlockBytes, twin + k * kBlockBytes), k);
   return counts;
 }
 

@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "protocol/diff.h"
@@ -17,6 +16,7 @@
 namespace svm::diff::internal {
 
 inline constexpr size_t kBlockBytes = 64;
+static_assert(kBlockBytes == kMaskedGrain);  // a block's mask is a masked block's mask word
 // The SIMD finders first test a group of blocks at once: in most groups no
 // run starts or ends, and one test settles them.
 inline constexpr size_t kGroupBytes = 4 * kBlockBytes;
