@@ -68,6 +68,7 @@ check("remote acquires > 0", c["remote_acquires"] > 0, str(c["remote_acquires"])
 check("faults > 0", c["read_faults"] + c["write_faults"] > 0)
 check("messages by type", c["messages_sent"] > 0 and "lock-request" in c["messages"], str(c["messages"]))
 check("diffs sent", c["diffs"] > 0 and c["diff_bytes"] > 0 and c["diff_runs"] > 0)
+check("masked diffs counted", 0 <= c.get("masked_diffs", -1) <= c["diffs"], str(c.get("masked_diffs")))
 # main waits in pthread_join, outside the workers' barriers: no barrier has
 # every live thread, so none may drop notices (modes_e2e sees the opposite).
 check("no notices collected", c["notices_collected"] == 0, str(c["notices_collected"]))

@@ -135,6 +135,19 @@ TEST(StatsReport, SummaryTableNamesEveryPart) {
   EXPECT_EQ(text.find("overhead: twin"), std::string::npos) << text;
 }
 
+// Diffs sent as masked blocks (diff.h) are summed over the nodes and said
+// beside the runs.
+TEST(StatsReport, MaskedDiffsAreSummedAndSaid) {
+  std::vector<json> reports = TwoNodes();
+  reports[0]["counters"]["masked_diffs"] = 7;
+  reports[1]["counters"]["masked_diffs"] = 5;
+  json m;
+  ASSERT_TRUE(MergeStats(reports, 2, {}, 5000, &m).ok());
+  EXPECT_EQ(m["counters"]["masked_diffs"], 12u);
+  const std::string text = FormatStatsSummary(m);
+  EXPECT_NE(text.find(" runs, 12 masked); invalidations"), std::string::npos) << text;
+}
+
 // Counters of a long run (billions of faults, bytes in GiB) print whole:
 // the counter lines were formatted into a 256-byte buffer, which cut them
 // off, newline included, once the numbers grew.
