@@ -40,18 +40,26 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
   assert(t < config_.threads);
   Lock& lk = LockEntry(l);
   if (lk.held && lk.holder == t) return Outcome::kDone;  // handed to t while it waited
-  auto waiting = [&] {
-    return std::any_of(lk.waiters.begin(), lk.waiters.end(),
-                       [&](const Lock::Waiter& w) { return w.thread == t; });
-  };
-  if (waiting()) return Outcome::kBlocked;
-  if (lk.have_token && !lk.held) {
-    assert(lk.waiters.empty() && !lk.remote_next);
+  const auto queued = std::find_if(lk.waiters.begin(), lk.waiters.end(),
+                                   [&](const Lock::Waiter& w) { return w.thread == t; });
+  const bool waiting = queued != lk.waiters.end();
+  const bool oldest = waiting && queued == lk.waiters.begin();
+  if (oldest) lk.woken.reset();  // it runs: a later hand-on wakes it again
+  if (lk.have_token && !lk.held && (oldest || (!waiting && (lk.waiters.empty() || MayBarge(lk))))) {
+    assert(!lk.waiters.empty() || !lk.remote_next);
+    if (oldest) {
+      lk.waiters.pop_front();
+      lk.barges = 0;
+    } else if (!lk.waiters.empty()) {
+      lk.barges++;
+    }
+    if (lk.remote_next) lk.local_run++;
     if (lk.polite > 0) lk.polite--;
     AssignLocal(t, lk);
     stats_.local_acquires++;
     return Outcome::kDone;
   }
+  if (waiting) return Outcome::kBlocked;
   lk.waiters.push_back({t, ++lock_seq_});
   if (!lk.have_token && !lk.requested) SendLockRequest(l, lk);
   return Outcome::kBlocked;
@@ -60,13 +68,23 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
 bool Node::CancelAcquire(ThreadId t, LockId l) {
   Lock& lk = LockEntry(l);
   if (lk.held && lk.holder == t) return false;
+  const bool oldest = !lk.waiters.empty() && lk.waiters.front().thread == t;
   std::erase_if(lk.waiters, [&](const Lock::Waiter& w) { return w.thread == t; });
+  if (oldest) {
+    lk.woken.reset();
+    lk.barges = 0;
+    if (lk.have_token && !lk.held) HandOn(l, lk);  // the idle token kept for t
+  }
   return true;
 }
 
 bool Node::HeldLocally(LockId l) const {
   auto it = locks_.find(l);
   return it != locks_.end() && it->second->held;
+}
+
+bool Node::MayBarge(const Lock& lk) const {
+  return lk.barges < kMaxBarges && !(lk.remote_next && lk.local_run >= kMaxLocalBypasses);
 }
 
 bool Node::Holds(ThreadId t, LockId l) const {
@@ -93,9 +111,12 @@ bool Node::AtNic(LockId) const { return LocksAtNic(config_.mode); }
 
 // Passes an idle token to whoever asked first: the oldest local waiter or the
 // remote successor; but while a remote successor waits, up to
-// kMaxLocalBypasses local waiters may go first. A hand-off between nodes costs
+// kMaxLocalBypasses local takes may go first. A hand-off between nodes costs
 // messages, wake-ups and usually a page fetch, one inside the node none; the
 // bound keeps a stream of local acquires from starving the remote waiter.
+// The oldest local waiter is woken to take the token itself, and until it
+// runs another thread of the node may take it (MayBarge): a token handed to
+// a sleeping thread would be held for its wake-up.
 void Node::HandOn(LockId l, Lock& lk) {
   assert(lk.have_token && !lk.held);
   const bool remote_first =
@@ -106,7 +127,16 @@ void Node::HandOn(LockId l, Lock& lk) {
     GrantRemote(l, lk);
   } else if (!lk.waiters.empty()) {
     const ThreadId next = lk.waiters.front().thread;
+    if (MayBarge(lk)) {
+      if (lk.woken != next) {
+        lk.woken = next;
+        host_->Wake(next);
+      }
+      return;
+    }
     lk.waiters.pop_front();
+    lk.woken.reset();
+    lk.barges = 0;
     if (lk.remote_next) lk.local_run++;
     AssignLocal(next, lk);
     stats_.local_acquires++;
@@ -166,6 +196,8 @@ void Node::GrantRemote(LockId l, Lock& lk) {
   lk.remote_next.reset();
   lk.last_successor = req.requester;
   lk.local_run = 0;
+  lk.woken.reset();  // a woken waiter finds the token gone and waits again
+  lk.barges = 0;
   CloseInterval();
   LockGrant grant{l, lk.timestamp, {}};
   grant.timestamp[config_.self] = log_.known()[config_.self];
@@ -250,6 +282,8 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.grant.reset();
   lk.local_run = 0;
   lk.polite = kPoliteTakes;
+  lk.woken.reset();
+  lk.barges = 0;
   if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
     if (lk.remote_next) HandOn(l, lk);
     return;

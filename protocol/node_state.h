@@ -100,6 +100,11 @@ struct Node::Lock {
   // Local takes of the idle token left before MayBeWanted stops saying so
   // (kPoliteTakes once it arrives from another node).
   uint8_t polite = 0;
+  // The oldest local waiter, woken to take the idle token, until its next
+  // Acquire; and the takes by other threads since it was first woken
+  // (kMaxBarges).
+  std::optional<ThreadId> woken;
+  uint32_t barges = 0;
 
   struct Waiter {
     ThreadId thread;

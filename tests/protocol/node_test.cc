@@ -1101,8 +1101,10 @@ TEST(NodeTest, Issue22LocalHandoffPassesTheReleasersViewOn) {
   c.Complete([&] { return c.node(1).Acquire(0, l); });
   ASSERT_EQ(c.node(1).Acquire(1, l), Outcome::kBlocked);
   const uint64_t local = c.node(1).stats().local_acquires;
-  c.node(1).Release(0, l);  // a hand-off inside node 1
-  ASSERT_TRUE(c.node(1).Holds(1, l));
+  c.host(1).woken.clear();
+  c.node(1).Release(0, l);  // a hand-off inside node 1: thread 1 is woken to take it
+  EXPECT_TRUE(c.host(1).woken.count(1));
+  ASSERT_EQ(c.node(1).Acquire(1, l), Outcome::kDone);
   EXPECT_EQ(c.node(1).stats().local_acquires, local + 1);
   c.node(1).Release(1, l);
   c.Complete([&] { return c.node(2).Acquire(0, l); });
@@ -1808,6 +1810,86 @@ TEST(NodeModeTest, TwinSlabsGrowAndAHugeOneIsAlignedForHugePages) {
   for (PageId p : {2048, 3000, 4095}) EXPECT_EQ(h.Frame(p)[0], uint8_t(p));
 }
 
+// A release with local waiters leaves the token idle and wakes the oldest,
+// once: it takes the token when it runs, unless a thread of the node that
+// was not waiting takes it first, which kMaxBarges bounds; past that the
+// waiter gets the token directly. A timed-out waiter passes it on.
+TEST(NodeModeTest, LocalWaiterIsWokenToTakeTheIdleTokenAndOthersMayBargeAFewTimes) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kBase, 2, 3), &h);
+  const LockId l = PinnedLock(0, 60);  // homed here: the token is here
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);
+  h.woken.clear();
+  n.Release(0, l);
+  EXPECT_EQ(h.woken, std::set<ThreadId>{1});
+  EXPECT_FALSE(n.Holds(1, l));
+  EXPECT_FALSE(n.HeldLocally(l));  // idle: a try-lock may take it
+  // The releaser comes back before thread 1 runs: it takes the idle token,
+  // and thread 1, still the oldest waiter, is not woken again meanwhile;
+  // the release after the last barge hands the token to thread 1.
+  for (uint32_t k = 0; k < Node::kMaxBarges; ++k) {
+    h.woken.clear();
+    ASSERT_EQ(n.Acquire(0, l), Outcome::kDone) << k;
+    n.Release(0, l);
+    if (k + 1 < Node::kMaxBarges) ASSERT_TRUE(h.woken.empty()) << k;
+  }
+  EXPECT_TRUE(n.Holds(1, l));
+  EXPECT_EQ(h.woken, std::set<ThreadId>{1});
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kDone);  // thread 1 runs at last
+  // Thread 2 waits; thread 0 queues behind it. At thread 1's release thread
+  // 2 is woken; thread 1 barges in again; thread 2 runs while thread 1
+  // holds the lock and waits on, to be woken at thread 1's next release.
+  ASSERT_EQ(n.Acquire(2, l), Outcome::kBlocked);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
+  h.woken.clear();
+  n.Release(1, l);
+  EXPECT_EQ(h.woken, std::set<ThreadId>{2});
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);  // a waiter behind thread 2 does not barge
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kDone);
+  ASSERT_EQ(n.Acquire(2, l), Outcome::kBlocked);
+  h.woken.clear();
+  n.Release(1, l);
+  EXPECT_EQ(h.woken, std::set<ThreadId>{2});
+  // Thread 2 gives up (a timed lock): the token kept for it goes to thread 0.
+  h.woken.clear();
+  EXPECT_TRUE(n.CancelAcquire(2, l));
+  EXPECT_EQ(h.woken, std::set<ThreadId>{0});
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  n.Release(0, l);
+  EXPECT_EQ(n.stats().local_acquires, 1u + Node::kMaxBarges + 3);
+  EXPECT_TRUE(h.sent.empty());  // all of it inside the node
+}
+
+// Takes by threads that were not waiting count against a waiting remote
+// successor like local hand-offs: after kMaxLocalBypasses of them nobody
+// barges, and the token goes to the remote node once the local waiters that
+// asked before it are served.
+TEST(NodeModeTest, BargingCountsAgainstAWaitingRemoteNode) {
+  ModeHost h(2);
+  Node n(ModeConfig(Mode::kBase, 2, 2), &h);
+  const LockId l = PinnedLock(0, 61);
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);  // before the remote request
+  ASSERT_TRUE(n.Receive(1, wire::Encode(LockRequest{l, 1, false, VectorTime(2)}, 0)).ok());
+  for (uint32_t k = 0; k < Node::kMaxLocalBypasses; ++k) {
+    n.Release(0, l);
+    ASSERT_FALSE(n.Holds(1, l)) << k;
+    ASSERT_EQ(n.Acquire(0, l), Outcome::kDone) << k;  // thread 1 has not run
+  }
+  EXPECT_TRUE(Sent(h, 0, 2).empty());
+  n.Release(0, l);
+  EXPECT_TRUE(n.Holds(1, l));                     // it asked before node 1
+  ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);  // after node 1
+  n.Release(1, l);
+  auto sent = Sent(h, 0, 2);
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].first, 1u);
+  EXPECT_TRUE(std::holds_alternative<LockGrant>(sent[0].second));
+  EXPECT_TRUE(std::holds_alternative<LockRequest>(sent[1].second));  // thread 0 asks node 1 for it
+  EXPECT_FALSE(n.HeldLocally(l));
+}
+
 // nil, a cohort lock: a remote acquire swaps the tail word at the home (one
 // NIC operation) and asks the node it names; after that the token stays
 // here, idle or not, and every acquire by a thread of this node is local:
@@ -1836,10 +1918,11 @@ TEST(NodeModeTest, NilLockStaysWithItsNodeUntilAnotherNodeAsks) {
   for (int k = 0; k < 100; ++k) {  // unbounded local hand-offs while nobody else asks
     n.Release(holder, l);
     holder = 1 - holder;
-    ASSERT_TRUE(n.Holds(holder, l)) << k;
+    ASSERT_EQ(n.Acquire(holder, l), Outcome::kDone) << k;  // the waiter, woken
     ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);
   }
   n.Release(holder, l);
+  ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kDone);
   n.Release(1 - holder, l);  // idle: the token stays
   ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
   EXPECT_EQ(h.nic_locks.size(), 1u);
@@ -1855,7 +1938,7 @@ TEST(NodeModeTest, NilLockStaysWithItsNodeUntilAnotherNodeAsks) {
     ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);
     n.Release(holder, l);
     holder = 1 - holder;
-    ASSERT_TRUE(n.Holds(holder, l)) << k;
+    ASSERT_EQ(n.Acquire(holder, l), Outcome::kDone) << k;
   }
   EXPECT_EQ(h.sent.size(), 1u);
   ASSERT_EQ(n.Acquire(1 - holder, l), Outcome::kBlocked);

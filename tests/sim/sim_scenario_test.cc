@@ -243,6 +243,33 @@ TEST(SimScenario, RemoteWaiterIsNotStarvedByLocalHandoffs) {
   }
 }
 
+// A thread of node 0 may take the lock before an older local waiter that
+// was woken to take it (barging), but never more than kMaxBarges times in
+// each of the turns of the waiters before it and its own; the lock and the
+// counter stay right.
+TEST(SimScenario, LocalBargingIsBounded) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    size_t barged = 0;
+    for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
+      const ScenarioRun run = RunScenario(mode, "local-barging", seed);
+      const CaseResult& r = run.result;
+      ASSERT_TRUE(r.ok) << r.message;
+      ASSERT_EQ(r.lock_grants.size(), 4 * run.scenario.count);
+      const uint32_t threads = run.config.threads;
+      for (const LockGrantRecord& w : r.lock_grants) {
+        if (w.thread >= threads) continue;  // node 0's threads only
+        size_t ahead = 0;  // asked after w on w's node, granted before it
+        for (const LockGrantRecord& g : r.lock_grants)
+          ahead += g.thread < threads && g.requested_step > w.requested_step && g.granted_step < w.granted_step;
+        EXPECT_LE(ahead, threads * size_t{Node::kMaxBarges}) << "seed " << seed;
+        barged += ahead;
+      }
+    }
+    EXPECT_GT(barged, 0u) << "no thread ever barged in: the case tests nothing";
+  }
+}
+
 TEST(SimScenario, StaleReadCopyIsInvalidated) {
   for (Mode mode : kModes) {
     SCOPED_TRACE(ToString(mode));

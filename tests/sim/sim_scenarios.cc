@@ -342,6 +342,28 @@ void NoStarvation(CaseConfig* c, Scenario* s) {
   s->count = K;
 }
 
+// Every thread of node 0 and one of node 1 take the lock K times each: a
+// thread of node 0 often comes back for the idle token before the waiter
+// woken to take it runs (barging, Node::kMaxBarges).
+void LocalBarging(CaseConfig* c, Scenario* s) {
+  const uint32_t T = 3, K = 40;
+  const LockId L = 0x4800;
+  Shape(c, 2, T, 1);
+  ProgramBuilder b(2, T, 1);
+  const uint32_t counter = b.AddVar(128, 8, VarClass::kCounter, L);
+  for (uint32_t g : {b.G(0, 0), b.G(0, 1), b.G(0, 2), b.G(1, 0)}) {
+    for (uint32_t k = 0; k < K; ++k) {
+      b.Acquire(g, L);
+      b.Add(g, counter, 1);
+      b.Release(g, L);
+    }
+  }
+  b.FinalCheck(1);
+  s->program = b.Take();
+  s->lock = L;
+  s->count = K;
+}
+
 // reader takes a READ copy of X under L; writer changes X under L; reader
 // takes L again and reads X: the grant's notice must have invalidated it.
 void StaleReadCopy(CaseConfig* c, Scenario* s) {
@@ -630,6 +652,7 @@ const std::map<std::string, Builder>& Builders() {
       {"diff-during-cs", DiffDuringCriticalSection},
       {"local-handoff", LocalHandoff},
       {"no-starvation", NoStarvation},
+      {"local-barging", LocalBarging},
       {"stale-read-copy", StaleReadCopy},
       {"home-waits-for-diff", HomeWaitsForDiff},
       {"handoff-then-stale-copy", HandoffThenStaleCopy},
