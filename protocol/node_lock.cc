@@ -44,6 +44,7 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
                                    [&](const Lock::Waiter& w) { return w.thread == t; });
   const bool waiting = queued != lk.waiters.end();
   const bool oldest = waiting && queued == lk.waiters.begin();
+  const bool was_woken = oldest && lk.woken == t;
   if (oldest) lk.woken.reset();  // it runs: a later hand-on wakes it again
   if (lk.have_token && !lk.held && (oldest || (!waiting && (lk.waiters.empty() || MayBarge(lk))))) {
     assert(!lk.waiters.empty() || !lk.remote_next);
@@ -59,7 +60,12 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
     stats_.local_acquires++;
     return Outcome::kDone;
   }
-  if (waiting) return Outcome::kBlocked;
+  if (waiting) {
+    // Woken for an idle token that another thread of the node took first:
+    // it gets the token at the next release, not another wake-up to race for.
+    if (was_woken && lk.have_token && lk.held) lk.barges = kMaxBarges;
+    return Outcome::kBlocked;
+  }
   lk.waiters.push_back({t, ++lock_seq_});
   if (!lk.have_token && !lk.requested) SendLockRequest(l, lk);
   return Outcome::kBlocked;

@@ -1839,7 +1839,8 @@ TEST(NodeModeTest, LocalWaiterIsWokenToTakeTheIdleTokenAndOthersMayBargeAFewTime
   ASSERT_EQ(n.Acquire(1, l), Outcome::kDone);  // thread 1 runs at last
   // Thread 2 waits; thread 0 queues behind it. At thread 1's release thread
   // 2 is woken; thread 1 barges in again; thread 2 runs while thread 1
-  // holds the lock and waits on, to be woken at thread 1's next release.
+  // holds the lock: it lost the race, and the token is its at thread 1's
+  // release; a barge then fails.
   ASSERT_EQ(n.Acquire(2, l), Outcome::kBlocked);
   ASSERT_EQ(n.Acquire(0, l), Outcome::kBlocked);
   h.woken.clear();
@@ -1851,13 +1852,19 @@ TEST(NodeModeTest, LocalWaiterIsWokenToTakeTheIdleTokenAndOthersMayBargeAFewTime
   h.woken.clear();
   n.Release(1, l);
   EXPECT_EQ(h.woken, std::set<ThreadId>{2});
-  // Thread 2 gives up (a timed lock): the token kept for it goes to thread 0.
+  EXPECT_TRUE(n.Holds(2, l));
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kBlocked);  // behind thread 0
+  // Thread 2's release wakes thread 0 for the idle token; it gives up (a
+  // timed lock) before it runs: the token kept for it goes to thread 1.
   h.woken.clear();
-  EXPECT_TRUE(n.CancelAcquire(2, l));
+  n.Release(2, l);
   EXPECT_EQ(h.woken, std::set<ThreadId>{0});
-  ASSERT_EQ(n.Acquire(0, l), Outcome::kDone);
-  n.Release(0, l);
-  EXPECT_EQ(n.stats().local_acquires, 1u + Node::kMaxBarges + 3);
+  h.woken.clear();
+  EXPECT_TRUE(n.CancelAcquire(0, l));
+  EXPECT_EQ(h.woken, std::set<ThreadId>{1});
+  ASSERT_EQ(n.Acquire(1, l), Outcome::kDone);
+  n.Release(1, l);
+  EXPECT_EQ(n.stats().local_acquires, 1u + Node::kMaxBarges + 4);
   EXPECT_TRUE(h.sent.empty());  // all of it inside the node
 }
 
