@@ -63,12 +63,14 @@ ThreadId Runtime::SlotOfCaller() {
     if (slots_used_ == kMaxSlots) Die(fmt::format("more than {} threads on one node", kMaxSlots));
     t_slot = int(slots_used_++);
   }
+  live_slots_.fetch_add(1, std::memory_order_relaxed);
   return ThreadId(t_slot);
 }
 
 void Runtime::ReleaseSlotOfCaller() {
   if (t_slot < 0) return;
   free_slots_.push_back(ThreadId(t_slot));
+  live_slots_.fetch_sub(1, std::memory_order_relaxed);
   t_slot = -1;
 }
 
@@ -87,8 +89,9 @@ void Runtime::SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns) {
   // One spinner per node: it handles the messages for every waiter, and
   // more spinners only take the CPUs from the threads they wait for.
   // On a host with more nodes than CPUs the thread we wait for may need
-  // this CPU: sleep at once (spin_, SVM_SPIN).
-  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0 && spin_;
+  // this CPU: sleep at once (spin_, SVM_SPIN). So too in a one-node job
+  // with more threads than CPUs (Crowded).
+  const bool spin = spinning_waiters_.fetch_add(1, std::memory_order_relaxed) == 0 && spin_ && !Crowded();
   const bool adapt = spin_ns == kAdaptiveSpin && spin && spin_long_;
   if (spin_ns == kAdaptiveSpin) spin_ns = s.spin_ns;
   const int64_t start = NowNs();

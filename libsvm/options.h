@@ -86,6 +86,12 @@ bool ShouldSpin(const Options& o, Cpus cpus);
 // Whether waits for other threads may spin longer than kWaitSpinNs when
 // recent waits were short (Runtime::SpinThenSleep's adaptive budget).
 bool ShouldSpinLong(const Options& o, Cpus cpus);
+// auto: whether a waiting thread must not spin now because its node, the
+// only one of its job, runs more program threads than it has CPUs: it waits
+// only for its own threads (no messages come), and a spin takes the CPU of
+// the thread it waits for. Nodes of a larger job spin on (their waits are
+// mostly for messages).
+bool Crowded(const Options& o, uint32_t threads, uint32_t node_cpus);
 // How many CPUs this node's threads may use: those of its affinity mask
 // (svmrun --pin), at most its share of the host's CPUs, at least 1.
 uint32_t NodeCpus(const Options& o, Cpus cpus);

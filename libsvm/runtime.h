@@ -407,6 +407,10 @@ class Runtime final : public Host {
   std::mutex dispatch_mu_;
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
+  std::atomic<uint32_t> live_slots_{0};   // program threads holding a slot (SlotOfCaller)
+  bool Crowded() const {  // options.h
+    return rt::Crowded(opts_, live_slots_.load(std::memory_order_relaxed), uint32_t(cpus_here_));
+  }
   std::atomic<bool> queue_waiter_{false};  // a thread is in SleepOnQueue
   int cpus_here_ = 1;  // CPUs this node's threads may use (NodeCpus)
   char program_name_[16] = {};  // the main thread's name (prctl PR_GET_NAME), for threads started here

@@ -30,6 +30,23 @@ TEST(SpinPolicy, MoreSingleThreadNodesThanCpusSleepAtOnce) {
   EXPECT_FALSE(ShouldSpinLong(Job(4, 1, 2), Unpinned(2)));
 }
 
+// A one-node job waits only for its own threads: with more of them than
+// CPUs nobody spins; with as many, or in a job of several nodes, they do;
+// SVM_SPIN=on and off are obeyed as they are.
+TEST(SpinPolicy, AOneNodeJobWithMoreThreadsThanCpusDoesNotSpin) {
+  const Options one = Job(1, 8, 2);
+  EXPECT_TRUE(ShouldSpin(one, Unpinned(2)));
+  EXPECT_TRUE(Crowded(one, 8, NodeCpus(one, Unpinned(2))));
+  EXPECT_TRUE(Crowded(one, 3, 2));
+  EXPECT_FALSE(Crowded(one, 2, 2));
+  EXPECT_FALSE(Crowded(one, 1, 1));
+  EXPECT_FALSE(Crowded(Job(4, 2, 2), 2, 1));
+  EXPECT_FALSE(Crowded(Job(2, 8, 2), 8, 1));
+  Options on = one;
+  on.spin = SpinPolicy::kOn;
+  EXPECT_FALSE(Crowded(on, 8, 2));
+}
+
 TEST(SpinPolicy, NodesOfSeveralThreadsSpinButNotLong) {
   EXPECT_TRUE(ShouldSpin(Job(4, 2, 2), Unpinned(2)));
   EXPECT_FALSE(ShouldSpinLong(Job(4, 2, 2), Unpinned(2)));
