@@ -60,52 +60,63 @@ int svm_nodes(void) { return NodeCount(); }
 #include "libsvm/sync.h"
 
 // glibc's definitions are resolved at load (next_symbol.h): the runtime's own
-// threads (the NIC's condition variables, say) call through them.
+// threads (the NIC's condition variables, say) call through them, and so do
+// the program's threads in a job of one node (NativeSync), where the calls
+// that block are timed for --stats (SVM_SYNC_WAIT: the category a wait goes
+// to, and the counter it adds to; the runtime's own split of protocol and
+// wait is not there to be had).
 #define SVM_SYNC(ret, name, params, args, ours)            \
   SVM_NEXT_FN(real_##name, ret(*) params, #name);          \
   extern "C" ret name params {                             \
-    if (Managed()) return ours args;                       \
+    if (Managed() && !NativeSync()) return ours args;      \
     return real_##name.get() args;                         \
+  }
+#define SVM_SYNC_WAIT(ret, name, params, args, ours, category, counter) \
+  SVM_NEXT_FN(real_##name, ret(*) params, #name);                        \
+  extern "C" ret name params {                                           \
+    if (!Managed()) return real_##name.get() args;                       \
+    if (!NativeSync()) return ours args;                                 \
+    return NativeWait(category, counter, [&] { return real_##name.get() args; }); \
   }
 
 SVM_SYNC(int, pthread_mutex_init, (pthread_mutex_t* m, const pthread_mutexattr_t* a), (m, a), MutexInit)
-SVM_SYNC(int, pthread_mutex_lock, (pthread_mutex_t* m), (m), MutexLock)
+SVM_SYNC_WAIT(int, pthread_mutex_lock, (pthread_mutex_t* m), (m), MutexLock, stats::Category::kLockWait, stats::Counter::kAcquires)
 SVM_SYNC(int, pthread_mutex_trylock, (pthread_mutex_t* m), (m), MutexTryLock)
-SVM_SYNC(int, pthread_mutex_timedlock, (pthread_mutex_t* m, const struct timespec* t), (m, t), MutexTimedLock)
-SVM_SYNC(int, pthread_mutex_clocklock, (pthread_mutex_t* m, clockid_t c, const struct timespec* t), (m, c, t), MutexClockLock)
+SVM_SYNC_WAIT(int, pthread_mutex_timedlock, (pthread_mutex_t* m, const struct timespec* t), (m, t), MutexTimedLock, stats::Category::kLockWait, stats::Counter::kAcquires)
+SVM_SYNC_WAIT(int, pthread_mutex_clocklock, (pthread_mutex_t* m, clockid_t c, const struct timespec* t), (m, c, t), MutexClockLock, stats::Category::kLockWait, stats::Counter::kAcquires)
 SVM_SYNC(int, pthread_mutex_unlock, (pthread_mutex_t* m), (m), MutexUnlock)
 SVM_SYNC(int, pthread_mutex_destroy, (pthread_mutex_t* m), (m), MutexDestroy)
 SVM_SYNC(int, pthread_cond_init, (pthread_cond_t* c, const pthread_condattr_t* a), (c, a), CondInit)
-SVM_SYNC(int, pthread_cond_wait, (pthread_cond_t* c, pthread_mutex_t* m), (c, m), CondWait)
-SVM_SYNC(int, pthread_cond_timedwait, (pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t), (c, m, t), CondTimedWait)
-SVM_SYNC(int, pthread_cond_clockwait, (pthread_cond_t* c, pthread_mutex_t* m, clockid_t k, const struct timespec* t), (c, m, k, t), CondClockWait)
+SVM_SYNC_WAIT(int, pthread_cond_wait, (pthread_cond_t* c, pthread_mutex_t* m), (c, m), CondWait, stats::Category::kLockWait, std::nullopt)
+SVM_SYNC_WAIT(int, pthread_cond_timedwait, (pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t), (c, m, t), CondTimedWait, stats::Category::kLockWait, std::nullopt)
+SVM_SYNC_WAIT(int, pthread_cond_clockwait, (pthread_cond_t* c, pthread_mutex_t* m, clockid_t k, const struct timespec* t), (c, m, k, t), CondClockWait, stats::Category::kLockWait, std::nullopt)
 SVM_SYNC(int, pthread_cond_signal, (pthread_cond_t* c), (c), CondSignal)
 SVM_SYNC(int, pthread_cond_broadcast, (pthread_cond_t* c), (c), CondBroadcast)
 SVM_SYNC(int, pthread_cond_destroy, (pthread_cond_t* c), (c), CondDestroy)
 SVM_SYNC(int, pthread_barrier_init, (pthread_barrier_t* b, const pthread_barrierattr_t* a, unsigned n), (b, a, n), BarrierInit)
-SVM_SYNC(int, pthread_barrier_wait, (pthread_barrier_t* b), (b), BarrierWait)
+SVM_SYNC_WAIT(int, pthread_barrier_wait, (pthread_barrier_t* b), (b), BarrierWait, stats::Category::kBarrierWait, stats::Counter::kBarriers)
 SVM_SYNC(int, pthread_barrier_destroy, (pthread_barrier_t* b), (b), BarrierDestroy)
 SVM_SYNC(int, pthread_rwlock_init, (pthread_rwlock_t* l, const pthread_rwlockattr_t* a), (l, a), RwlockInit)
-SVM_SYNC(int, pthread_rwlock_rdlock, (pthread_rwlock_t* l), (l), RwlockLock)
-SVM_SYNC(int, pthread_rwlock_wrlock, (pthread_rwlock_t* l), (l), RwlockLock)
+SVM_SYNC_WAIT(int, pthread_rwlock_rdlock, (pthread_rwlock_t* l), (l), RwlockLock, stats::Category::kLockWait, stats::Counter::kAcquires)
+SVM_SYNC_WAIT(int, pthread_rwlock_wrlock, (pthread_rwlock_t* l), (l), RwlockLock, stats::Category::kLockWait, stats::Counter::kAcquires)
 SVM_SYNC(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t* l), (l), RwlockTryLock)
 SVM_SYNC(int, pthread_rwlock_trywrlock, (pthread_rwlock_t* l), (l), RwlockTryLock)
-SVM_SYNC(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t* l, const struct timespec* t), (l, t), RwlockTimedLock)
-SVM_SYNC(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t* l, const struct timespec* t), (l, t), RwlockTimedLock)
-SVM_SYNC(int, pthread_rwlock_clockrdlock, (pthread_rwlock_t* l, clockid_t c, const struct timespec* t), (l, c, t), RwlockClockLock)
-SVM_SYNC(int, pthread_rwlock_clockwrlock, (pthread_rwlock_t* l, clockid_t c, const struct timespec* t), (l, c, t), RwlockClockLock)
+SVM_SYNC_WAIT(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t* l, const struct timespec* t), (l, t), RwlockTimedLock, stats::Category::kLockWait, stats::Counter::kAcquires)
+SVM_SYNC_WAIT(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t* l, const struct timespec* t), (l, t), RwlockTimedLock, stats::Category::kLockWait, stats::Counter::kAcquires)
+SVM_SYNC_WAIT(int, pthread_rwlock_clockrdlock, (pthread_rwlock_t* l, clockid_t c, const struct timespec* t), (l, c, t), RwlockClockLock, stats::Category::kLockWait, stats::Counter::kAcquires)
+SVM_SYNC_WAIT(int, pthread_rwlock_clockwrlock, (pthread_rwlock_t* l, clockid_t c, const struct timespec* t), (l, c, t), RwlockClockLock, stats::Category::kLockWait, stats::Counter::kAcquires)
 SVM_SYNC(int, pthread_rwlock_unlock, (pthread_rwlock_t* l), (l), RwlockUnlock)
 SVM_SYNC(int, pthread_rwlock_destroy, (pthread_rwlock_t* l), (l), RwlockDestroy)
 SVM_SYNC(int, pthread_spin_init, (pthread_spinlock_t* l, int p), (l, p), SpinInit)
-SVM_SYNC(int, pthread_spin_lock, (pthread_spinlock_t* l), (l), SpinLock)
+SVM_SYNC_WAIT(int, pthread_spin_lock, (pthread_spinlock_t* l), (l), SpinLock, stats::Category::kLockWait, stats::Counter::kAcquires)
 SVM_SYNC(int, pthread_spin_trylock, (pthread_spinlock_t* l), (l), SpinTryLock)
 SVM_SYNC(int, pthread_spin_unlock, (pthread_spinlock_t* l), (l), SpinUnlock)
 SVM_SYNC(int, pthread_spin_destroy, (pthread_spinlock_t* l), (l), SpinDestroy)
 SVM_SYNC(int, sem_init, (sem_t* s, int p, unsigned v), (s, p, v), SemInit)
-SVM_SYNC(int, sem_wait, (sem_t* s), (s), SemWait)
+SVM_SYNC_WAIT(int, sem_wait, (sem_t* s), (s), SemWait, stats::Category::kLockWait, std::nullopt)
 SVM_SYNC(int, sem_trywait, (sem_t* s), (s), SemTryWait)
-SVM_SYNC(int, sem_timedwait, (sem_t* s, const struct timespec* t), (s, t), SemTimedWait)
-SVM_SYNC(int, sem_clockwait, (sem_t* s, clockid_t c, const struct timespec* t), (s, c, t), SemClockWait)
+SVM_SYNC_WAIT(int, sem_timedwait, (sem_t* s, const struct timespec* t), (s, t), SemTimedWait, stats::Category::kLockWait, std::nullopt)
+SVM_SYNC_WAIT(int, sem_clockwait, (sem_t* s, clockid_t c, const struct timespec* t), (s, c, t), SemClockWait, stats::Category::kLockWait, std::nullopt)
 SVM_SYNC(int, sem_post, (sem_t* s), (s), SemPost)
 SVM_SYNC(int, sem_getvalue, (sem_t* s, int* v), (s, v), SemGetValue)
 SVM_SYNC(int, sem_destroy, (sem_t* s), (s), SemDestroy)

@@ -197,6 +197,7 @@ Owners& OwnerTable() {
 }  // namespace
 
 bool Managed() { return Runtime::Get() && t_app && !t_in_runtime; }
+bool NativeSync() { return Rt().options().nodes == 1; }
 
 // ---- mutexes ----
 
@@ -639,7 +640,7 @@ SVM_NEXT_FN(real_guard_release, void (*)(uint64_t*), "__cxa_guard_release");
 SVM_NEXT_FN(real_guard_abort, void (*)(uint64_t*), "__cxa_guard_abort");
 
 namespace {
-bool OurGuard(uint64_t* g) { return Managed() && Rt().IsShared(g); }
+bool OurGuard(uint64_t* g) { return Managed() && !NativeSync() && Rt().IsShared(g); }
 }  // namespace
 
 int GuardAcquire(uint64_t* g) {

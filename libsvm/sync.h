@@ -14,10 +14,15 @@
 //   once                       a protocol lock around the control word
 //   create / join              locks pinned to the creator's / the thread's
 //                              node (threads.cc)
+// In a job of one node the program's calls go to glibc (NativeSync).
 #pragma once
 
 #include <pthread.h>
 #include <stdint.h>
+
+#include <optional>
+
+#include "libsvm/stats.h"
 #include <semaphore.h>
 #include <time.h>
 
@@ -80,5 +85,17 @@ void GuardAbort(uint64_t* g);
 // Whether the runtime handles synchronisation (a program thread of a running
 // job); otherwise the interposed calls go to glibc.
 bool Managed();
+// Whether a program thread's synchronisation goes to glibc although it is
+// Managed: in a job of one node, where there is nobody to be coherent with
+// (timed as lock and barrier waits when --stats is on).
+bool NativeSync();
+// A glibc call that may block, made for a program thread under NativeSync:
+// charged to `category` and counted when --stats is on.
+template <typename Call>
+auto NativeWait(stats::Category category, std::optional<stats::Counter> counter, Call call) {
+  stats::Scope timing(category);
+  if (stats::ThreadStats* st = counter ? stats::Current() : nullptr) st->Count(*counter);
+  return call();
+}
 
 }  // namespace svm::rt

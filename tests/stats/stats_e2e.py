@@ -96,6 +96,29 @@ check("summary names the job", "job: %s %d | 2 nodes x 2 threads | base, uffd, s
       (os.path.basename(args.program), THREADS) in p.stderr, p.stderr)
 
 
+# A job of one node synchronises through glibc (libsvm/sync.h NativeSync):
+# the program's locks and barriers are no protocol events, but their waits
+# are still charged and counted per thread.
+p1, out1 = e2e.run_stats(args, "stats_e2e_one_node", ["-n", "1", "-t", "4"], [str(THREADS)])
+check("one node: svmrun exits 0 and the program says ok", p1.returncode == 0 and p1.stdout.startswith("ok"),
+      "rc %d, stdout %r, stderr %r" % (p1.returncode, p1.stdout, p1.stderr))
+if os.path.exists(out1):
+    with open(out1) as f:
+        one = json.load(f)
+    w1 = [t for t in one["threads"] if t["kind"] == "app" and t["thread"] != 0]
+    c1 = one["counters"]
+    check("one node: no protocol barrier", c1["barriers"] == 0, str(c1["barriers"]))
+    check("one node: no protocol acquire of the program's mutex (only the runtime's own)",
+          c1["local_acquires"] < 20 * THREADS, str(c1["local_acquires"]))
+    check("one node: workers counted their acquires and barriers",
+          len(w1) == THREADS and all(t["counters"]["acquires"] == 22 and t["counters"]["barriers"] == 40
+                                     for t in w1), str([t["counters"] for t in w1]))
+    check("one node: barrier waits charged", all(t["time_ns"]["barrier_wait"] > 0 for t in w1),
+          str([t["time_ns"] for t in w1]))
+else:
+    check("one node: --stats file written", False, out1)
+
+
 def charged_without_work(stats):
     """Threads charged twin or diff time on a node that made no twin or diff."""
     bad = []
