@@ -1832,7 +1832,9 @@ TEST(NodeModeTest, LocalWaiterIsWokenToTakeTheIdleTokenAndOthersMayBargeAFewTime
     h.woken.clear();
     ASSERT_EQ(n.Acquire(0, l), Outcome::kDone) << k;
     n.Release(0, l);
-    if (k + 1 < Node::kMaxBarges) ASSERT_TRUE(h.woken.empty()) << k;
+    if (k + 1 < Node::kMaxBarges) {
+      ASSERT_TRUE(h.woken.empty()) << k;
+    }
   }
   EXPECT_TRUE(n.Holds(1, l));
   EXPECT_EQ(h.woken, std::set<ThreadId>{1});
