@@ -18,13 +18,13 @@
 #pragma once
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <optional>
 
 #include "libsvm/stats.h"
-#include <semaphore.h>
-#include <time.h>
 
 namespace svm::rt {
 
