@@ -274,6 +274,9 @@ class Runtime final : public Host {
   void WaitSlot(std::unique_lock<std::mutex>& lock, ThreadId t, int64_t spin_ns,
                 int64_t deadline_ns = INT64_MAX);
   void SpinThenSleep(Slot& s, int64_t spin_ns, int64_t timeout_ns);
+  bool Crowded() const {  // options.h
+    return rt::Crowded(opts_, live_slots_.load(std::memory_order_relaxed), uint32_t(cpus_here_));
+  }
   // The futex calls Wake deferred while Dispatch held mu_. REQUIRES:
   // dispatch_mu_ held, mu_ not.
   void WakeDeferred();
@@ -408,9 +411,6 @@ class Runtime final : public Host {
   std::unique_ptr<Reassembler> reassembler_;  // GUARDED_BY(dispatch_mu_): fragmented messages
   std::atomic<int> spinning_waiters_{0};  // threads in WaitSlot's spin phase; a second one skips it
   std::atomic<uint32_t> live_slots_{0};   // program threads holding a slot (SlotOfCaller)
-  bool Crowded() const {  // options.h
-    return rt::Crowded(opts_, live_slots_.load(std::memory_order_relaxed), uint32_t(cpus_here_));
-  }
   std::atomic<bool> queue_waiter_{false};  // a thread is in SleepOnQueue
   int cpus_here_ = 1;  // CPUs this node's threads may use (NodeCpus)
   char program_name_[16] = {};  // the main thread's name (prctl PR_GET_NAME), for threads started here

@@ -263,9 +263,6 @@ class Node {
   struct Page;
   struct Lock;
   struct BarrierState;
-  // Whether a thread of this node that does not wait for l may take its
-  // idle token before the oldest waiter (kMaxBarges, kMaxLocalBypasses).
-  bool MayBarge(const Lock& lk) const;
   struct MasterBarrier;
 
   // Pages (node_page.cc).
@@ -428,6 +425,12 @@ class Node {
   NodeId LockHome(LockId l) const;
   Lock& LockEntry(LockId l);
   void HandOn(LockId l, Lock& lk);
+  // Whether a thread of this node that does not wait for l may take its
+  // idle token before the oldest waiter (kMaxBarges, kMaxLocalBypasses).
+  bool MayBarge(const Lock& lk) const;
+  // t takes lk's idle token: the oldest local waiter, or a thread barging in
+  // before it.
+  void TakeLocal(ThreadId t, Lock& lk);
   void AssignLocal(ThreadId t, Lock& lk);
   void SendLockRequest(LockId l, Lock& lk);
   void SendNudged(NodeId to, const LockRequest& req);

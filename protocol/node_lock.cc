@@ -48,16 +48,8 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
   if (oldest) lk.woken.reset();  // it runs: a later hand-on wakes it again
   if (lk.have_token && !lk.held && (oldest || (!waiting && (lk.waiters.empty() || MayBarge(lk))))) {
     assert(!lk.waiters.empty() || !lk.remote_next);
-    if (oldest) {
-      lk.waiters.pop_front();
-      lk.barges = 0;
-    } else if (!lk.waiters.empty()) {
-      lk.barges++;
-    }
-    if (lk.remote_next) lk.local_run++;
     if (lk.polite > 0) lk.polite--;
-    AssignLocal(t, lk);
-    stats_.local_acquires++;
+    TakeLocal(t, lk);
     return Outcome::kDone;
   }
   if (waiting) {
@@ -77,8 +69,7 @@ bool Node::CancelAcquire(ThreadId t, LockId l) {
   const bool oldest = !lk.waiters.empty() && lk.waiters.front().thread == t;
   std::erase_if(lk.waiters, [&](const Lock::Waiter& w) { return w.thread == t; });
   if (oldest) {
-    lk.woken.reset();
-    lk.barges = 0;
+    lk.NewTurn();
     if (lk.have_token && !lk.held) HandOn(l, lk);  // the idle token kept for t
   }
   return true;
@@ -91,6 +82,18 @@ bool Node::HeldLocally(LockId l) const {
 
 bool Node::MayBarge(const Lock& lk) const {
   return lk.barges < kMaxBarges && !(lk.remote_next && lk.local_run >= kMaxLocalBypasses);
+}
+
+void Node::TakeLocal(ThreadId t, Lock& lk) {
+  if (!lk.waiters.empty() && lk.waiters.front().thread == t) {
+    lk.waiters.pop_front();
+    lk.NewTurn();
+  } else if (!lk.waiters.empty()) {
+    lk.barges++;
+  }
+  if (lk.remote_next) lk.local_run++;
+  AssignLocal(t, lk);
+  stats_.local_acquires++;
 }
 
 bool Node::Holds(ThreadId t, LockId l) const {
@@ -140,12 +143,7 @@ void Node::HandOn(LockId l, Lock& lk) {
       }
       return;
     }
-    lk.waiters.pop_front();
-    lk.woken.reset();
-    lk.barges = 0;
-    if (lk.remote_next) lk.local_run++;
-    AssignLocal(next, lk);
-    stats_.local_acquires++;
+    TakeLocal(next, lk);
     host_->Wake(next);
   }
 }
@@ -202,8 +200,7 @@ void Node::GrantRemote(LockId l, Lock& lk) {
   lk.remote_next.reset();
   lk.last_successor = req.requester;
   lk.local_run = 0;
-  lk.woken.reset();  // a woken waiter finds the token gone and waits again
-  lk.barges = 0;
+  lk.NewTurn();  // a woken waiter finds the token gone and waits again
   CloseInterval();
   LockGrant grant{l, lk.timestamp, {}};
   grant.timestamp[config_.self] = log_.known()[config_.self];
@@ -288,8 +285,7 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.grant.reset();
   lk.local_run = 0;
   lk.polite = kPoliteTakes;
-  lk.woken.reset();
-  lk.barges = 0;
+  lk.NewTurn();
   if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
     if (lk.remote_next) HandOn(l, lk);
     return;

@@ -105,6 +105,12 @@ struct Node::Lock {
   // (kMaxBarges).
   std::optional<ThreadId> woken;
   uint32_t barges = 0;
+  // The oldest waiter changed, or the token came or went: nobody is woken
+  // for it, and nobody has barged in yet.
+  void NewTurn() {
+    woken.reset();
+    barges = 0;
+  }
 
   struct Waiter {
     ThreadId thread;
