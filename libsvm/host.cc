@@ -64,11 +64,14 @@ ThreadId Runtime::SlotOfCaller() {
     t_slot = int(slots_used_++);
   }
   live_slots_.fetch_add(1, std::memory_order_relaxed);
+  if (node_) node_->WaitingElsewhere(ThreadId(t_slot), false);  // a slot's earlier thread was gone
   return ThreadId(t_slot);
 }
 
 void Runtime::ReleaseSlotOfCaller() {
   if (t_slot < 0) return;
+  node_->WaitingElsewhere(ThreadId(t_slot), true);  // gone: no barrier gathers for it
+  Settle();
   free_slots_.push_back(ThreadId(t_slot));
   live_slots_.fetch_sub(1, std::memory_order_relaxed);
   t_slot = -1;
@@ -505,9 +508,11 @@ bool Runtime::HeldOnThisNode(LockId l) {
   return node_->HeldLocally(l);
 }
 
-// Each thread reports on its own (local = 1): the runtime does not know how
-// many of a barrier's threads live on this node. The master merges a node's
-// reports, so a release still goes once to each node.
+// The node gathers the threads that took part in the barrier's last episode
+// here and reports them in one arrival (Node::kGather): one interval and one
+// message a node, not one a thread. It stops waiting for a thread that
+// waits elsewhere (a lock, a condition, a join) or exits; for one blocked
+// where it cannot see (a system call) it waits kGatherNs at most.
 bool Runtime::Barrier(BarrierId b, uint32_t count) {
   RuntimeScope scope;
   stats::Scope timing(stats::Category::kBarrierProtocol);
@@ -515,10 +520,21 @@ bool Runtime::Barrier(BarrierId b, uint32_t count) {
   std::unique_lock<std::mutex> lock(mu_);
   const ThreadId t = SlotOfCaller();
   bool serial = false;
-  RunToCompletion(lock, t, [&] {
-    stats::NodeCall call(node_->stats());
-    return node_->Barrier(t, b, count, 1, &serial);
-  });
+  const int64_t give_up = NowNs() + kGatherNs;
+  while (true) {
+    slots_[t].wake.store(0, std::memory_order_relaxed);
+    {
+      stats::NodeCall call(node_->stats());
+      if (node_->Barrier(t, b, count, Node::kGather, &serial) == Outcome::kDone) break;
+      if (node_->Gathering() && NowNs() >= give_up) {
+        node_->ReportGathered();
+        Settle();
+        continue;
+      }
+    }
+    Settle();
+    WaitSlot(lock, t, kAdaptiveSpin, node_->Gathering() ? give_up : INT64_MAX);
+  }
   Settle();
   return serial;
 }
@@ -554,9 +570,18 @@ bool Runtime::WakeSyncHere(const void* object, bool all) {
 void Runtime::SleepSync(SyncWaiter* w, int64_t timeout_ns) {
   if (w->woken.load(std::memory_order_acquire) != 0) return;
   stats::Scope timing(stats::Category::kLockWait);  // a condition or semaphore wait
+  WaitingElsewhere(true);
   timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w->woken), FUTEX_WAIT_PRIVATE, 0,
           timeout_ns < 0 ? nullptr : &ts, nullptr, 0);
+  WaitingElsewhere(false);
+}
+
+void Runtime::WaitingElsewhere(bool waiting) {
+  std::lock_guard<std::mutex> l(mu_);
+  stats::NodeCall call(node_->stats());
+  node_->WaitingElsewhere(SlotOfCaller(), waiting);
+  Settle();
 }
 
 void Runtime::WakeSyncNodes(uint64_t node_mask, const void* object) {

@@ -77,6 +77,9 @@ inline constexpr int64_t kFaultSpinNs = 100'000;
 inline constexpr int64_t kWaitSpinNs = 20'000;
 inline constexpr int64_t kMaxWaitSpinNs = 200'000;
 inline constexpr int64_t kAdaptiveSpin = -1;
+// How long a barrier's arrivals wait for a thread of the node that took part
+// last time and neither arrived nor waits where the Node sees it.
+inline constexpr int64_t kGatherNs = 5'000'000;
 
 // Logs what went wrong and ends this node (exit status 70: svm failed).
 [[noreturn]] void Die(const std::string& what);
@@ -157,6 +160,9 @@ class Runtime final : public Host {
   bool WakeSyncHere(const void* object, bool all);
   // Sleeps until w is woken or timeout_ns passes (< 0: no timeout).
   void SleepSync(SyncWaiter* w, int64_t timeout_ns);
+  // The caller waits (or no longer) for other threads outside the Node's
+  // sight: a barrier gathering for it reports without it (Node::kGather).
+  void WaitingElsewhere(bool waiting);
   // Sends every other node in node_mask (NodeBit) a SyncWake, which wakes
   // all of its waiters of `object`.
   void WakeSyncNodes(uint64_t node_mask, const void* object);

@@ -37,7 +37,8 @@ Node::Node(const NodeConfig& config, Host* host)
       strides_(config.threads),
       blocked_on_(config.threads, kNoPage),
       write_sweeps_(config.threads),
-      reported_(config.geometry.nodes) {
+      reported_(config.geometry.nodes),
+      elsewhere_(config.threads, 0) {
   assert(config.geometry.Validate().ok());
   assert(config.self < config.geometry.nodes);
   assert(config.threads >= 1);

@@ -182,14 +182,29 @@ class Node {
 
   // Thread t reaches barrier b, which `total` threads of the job must reach.
   // The node reports its threads to the master in batches of `local` (the
-  // node's participants, for one message per node; or 1, when the runtime
-  // cannot tell, for one message per thread). Every caller passes the same
-  // values. A barrier of every thread of the job (Host::JobThreads) on every
-  // node also drops the write notices it leaves every node holding.
+  // node's participants, for one message per node; or 1, for one message
+  // per thread), or, with kGather, in one batch of the threads that took
+  // part in b's last episode here (the first episode: one a thread): the
+  // batch goes once each of them has arrived or waits elsewhere
+  // (WaitingElsewhere; a lock or another barrier of this node's counts by
+  // itself), and later arrivals of the episode report alone. Every caller
+  // passes the same values. A barrier of every thread of the job
+  // (Host::JobThreads) on every node also drops the write notices it leaves
+  // every node holding.
   // On kDone, *serial (if given) says whether t is the episode's one serial
   // thread (PTHREAD_BARRIER_SERIAL_THREAD).
+  static constexpr uint32_t kGather = 0;
   Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local,
                   bool* serial = nullptr);
+  // Thread t waits for something only other threads can end (a condition, a
+  // join) or has exited (true), or runs again (false): a gathering barrier
+  // stops waiting for it.
+  void WaitingElsewhere(ThreadId t, bool waiting);
+  // Whether a kGather barrier holds arrivals back for threads still running.
+  bool Gathering() const { return !gathering_.empty(); }
+  // Reports them now: the last resort of a wait that lasted too long (a
+  // thread blocked where the node cannot see, e.g. in a system call).
+  void ReportGathered();
 
   // Whether l's token is on this node and a local thread holds it.
   bool HeldLocally(LockId l) const;
@@ -437,6 +452,7 @@ class Node {
   bool AtNic(LockId l) const;
   void AcceptGrant(LockId l, Lock& lk, VectorTime timestamp);
   void FinishGrant(LockId l, Lock& lk);
+  Outcome AcquireStep(ThreadId t, LockId l);  // Acquire, the waits it causes aside
   void OnLockRequestAtHome(LockRequest req);
   void OnLockForward(LockRequest req);
   void GrantRemote(LockId l, Lock& lk);
@@ -447,6 +463,19 @@ class Node {
   Status OnBarrierArrive(NodeId from, BarrierArrive& m);
   Status OnBarrierRelease(NodeId from, BarrierRelease& m);
   void FinishRelease(BarrierRelease& m);
+  // Whether every thread b gathers for has arrived or waits elsewhere.
+  bool Gathered(const BarrierState& bs) const;
+  void ReportArrivals(BarrierId b, BarrierState& bs);
+  // t waits at a lock or barrier, or elsewhere (WaitingElsewhere), or not.
+  void SetElsewhere(ThreadId t, bool elsewhere);
+  // Wakes t from a lock or barrier wait: it runs, a gathering barrier may
+  // wait for it again.
+  void WakeWaiter(ThreadId t) {
+    elsewhere_[t] = 0;
+    host_->Wake(t);
+  }
+  // Reports the gathering barriers that no longer wait for a running thread.
+  void ReportReadyGathers();
 
   // Intervals and views (node.cc).
   void CloseInterval();
@@ -567,6 +596,8 @@ class Node {
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
   std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;
   VectorTime reported_;                // notices sent to the barrier master
+  std::vector<BarrierId> gathering_;   // kGather barriers holding arrivals back
+  std::vector<uint8_t> elsewhere_;     // per local thread: WaitingElsewhere, or at a lock or barrier
   uint64_t lock_seq_ = 0;              // arrival order of lock waiters
   // Waits only Poll() can end (dw..nil), in arrival order.
   std::vector<LockId> pending_grants_;        // grants whose notices are due

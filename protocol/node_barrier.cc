@@ -17,31 +17,36 @@ constexpr NodeId kMaster = 0;
 }
 
 Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool* serial) {
-  assert(t < config_.threads && local >= 1 && local <= total);
+  assert(t < config_.threads && local <= total && total >= 1);
   auto& entry = barriers_[b];
   if (!entry) {
     entry = std::make_unique<BarrierState>();
     entry->waiting.resize(config_.threads);
+    entry->took_part.resize(config_.threads);
   }
   BarrierState& bs = *entry;
   if (!bs.waiting[t]) {
     bs.waiting[t] = bs.episode;
-    if (++bs.arrived == local) {
-      bs.arrived = 0;
-      CloseInterval();
-      BarrierArrive arrive{b, local, total, log_.known(), {}};
-      if (!DepositsNotices(config_.mode)) {
-        log_.Missing(reported_, &arrive.notices);
-        reported_ = log_.known();
+    bs.total = total;
+    ++bs.arrived;
+    if (local != kGather) {
+      if (bs.arrived == local) ReportArrivals(b, bs);
+    } else if (!bs.begun) {
+      bs.begun = true;
+      bs.gathering = !Gathered(bs);
+      if (bs.gathering) {
+        gathering_.push_back(b);
+      } else {
+        ReportArrivals(b, bs);
       }
-      if (config_.self == kMaster)
-        OnBarrierArrive(config_.self, arrive);
-      else
-        Send(kMaster, arrive);
+    } else if (!bs.gathering || Gathered(bs)) {
+      ReportArrivals(b, bs);
     }
+    SetElsewhere(t, true);  // other barriers gather for it no longer
   }
   if (bs.episode > *bs.waiting[t]) {
     bs.waiting[t].reset();
+    SetElsewhere(t, false);
     if (serial && bs.serial == t) {
       *serial = true;
       bs.serial.reset();
@@ -49,6 +54,61 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
     return Outcome::kDone;
   }
   return Outcome::kBlocked;
+}
+
+bool Node::Gathered(const BarrierState& bs) const {
+  for (ThreadId u = 0; u < config_.threads; ++u) {
+    if (bs.took_part[u] && bs.waiting[u] != bs.episode && !elsewhere_[u]) return false;
+  }
+  return true;
+}
+
+// The arrivals so far, in one message: the node's writes until now are in
+// the interval it closes, those of every thread reported included.
+void Node::ReportArrivals(BarrierId b, BarrierState& bs) {
+  if (bs.gathering) {
+    bs.gathering = false;
+    std::erase(gathering_, b);
+  }
+  if (bs.arrived == 0) return;
+  CloseInterval();
+  BarrierArrive arrive{b, bs.arrived, bs.total, log_.known(), {}};
+  bs.arrived = 0;
+  if (!DepositsNotices(config_.mode)) {
+    log_.Missing(reported_, &arrive.notices);
+    reported_ = log_.known();
+  }
+  if (config_.self == kMaster) {
+    (void)OnBarrierArrive(config_.self, arrive);
+  } else {
+    Send(kMaster, arrive);
+  }
+}
+
+void Node::SetElsewhere(ThreadId t, bool elsewhere) {
+  if (elsewhere_[t] == uint8_t(elsewhere)) return;
+  elsewhere_[t] = elsewhere;
+  if (elsewhere && !gathering_.empty()) ReportReadyGathers();
+}
+
+void Node::WaitingElsewhere(ThreadId t, bool waiting) {
+  assert(t < config_.threads);
+  SetElsewhere(t, waiting);
+}
+
+void Node::ReportReadyGathers() {
+  const std::vector<BarrierId> held = gathering_;  // a report may release and change it
+  for (BarrierId b : held) {
+    BarrierState& bs = *barriers_.at(b);
+    if (bs.gathering && Gathered(bs)) ReportArrivals(b, bs);
+  }
+}
+
+void Node::ReportGathered() {
+  while (!gathering_.empty()) {
+    const BarrierId b = gathering_.back();
+    ReportArrivals(b, *barriers_.at(b));
+  }
 }
 
 Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
@@ -122,16 +182,19 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
 // REQUIRES: the bins cover m.time.
 void Node::FinishRelease(BarrierRelease& m) {
   BarrierState& bs = *barriers_.at(m.barrier);
+  assert(bs.arrived == 0 && !bs.gathering);
   const uint64_t episode = bs.episode++;
+  bs.begun = false;
   bool serial = m.serial;
   for (ThreadId t = 0; t < config_.threads; ++t) {
+    bs.took_part[t] = bs.waiting[t] == episode;
     if (bs.waiting[t] != episode) continue;
     ApplyView(t, m.time);
     if (serial) {
       bs.serial = t;
       serial = false;
     }
-    host_->Wake(t);
+    WakeWaiter(t);
   }
   if (m.collect) {
     const size_t held = log_.held();

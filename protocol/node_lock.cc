@@ -37,6 +37,12 @@ Node::Lock& Node::LockEntry(LockId l) {
 }
 
 Outcome Node::Acquire(ThreadId t, LockId l) {
+  const Outcome o = AcquireStep(t, l);
+  SetElsewhere(t, o == Outcome::kBlocked);  // a barrier gathering for t reports without it
+  return o;
+}
+
+Outcome Node::AcquireStep(ThreadId t, LockId l) {
   assert(t < config_.threads);
   Lock& lk = LockEntry(l);
   if (lk.held && lk.holder == t) return Outcome::kDone;  // handed to t while it waited
@@ -66,6 +72,7 @@ Outcome Node::Acquire(ThreadId t, LockId l) {
 bool Node::CancelAcquire(ThreadId t, LockId l) {
   Lock& lk = LockEntry(l);
   if (lk.held && lk.holder == t) return false;
+  SetElsewhere(t, false);
   const bool oldest = !lk.waiters.empty() && lk.waiters.front().thread == t;
   std::erase_if(lk.waiters, [&](const Lock::Waiter& w) { return w.thread == t; });
   if (oldest) {
@@ -139,12 +146,12 @@ void Node::HandOn(LockId l, Lock& lk) {
     if (MayBarge(lk)) {
       if (lk.woken != next) {
         lk.woken = next;
-        host_->Wake(next);
+        WakeWaiter(next);
       }
       return;
     }
     TakeLocal(next, lk);
-    host_->Wake(next);
+    WakeWaiter(next);
   }
 }
 
@@ -294,7 +301,7 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.waiters.pop_front();
   AssignLocal(next, lk);
   stats_.remote_acquires++;
-  host_->Wake(next);
+  WakeWaiter(next);
 }
 
 }  // namespace svm

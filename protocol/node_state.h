@@ -129,10 +129,16 @@ struct Node::Lock {
 
 // A barrier as seen by this node's threads.
 struct Node::BarrierState {
-  uint32_t arrived = 0;     // local threads of the current episode
+  uint32_t arrived = 0;     // local threads of the current episode not yet reported
+  uint32_t total = 0;       // the job's threads that reach it
   uint64_t episode = 0;     // episodes released so far
   std::vector<std::optional<uint64_t>> waiting;  // per thread: episode awaited
   std::optional<ThreadId> serial;  // the serial thread of the last episode
+  // kGather: the threads of the last released episode (whom the next one
+  // gathers), and whether this episode's batch is still held back.
+  std::vector<uint8_t> took_part;
+  bool begun = false;
+  bool gathering = false;
 };
 
 // A barrier episode being gathered at the master.

@@ -1019,6 +1019,119 @@ TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
   EXPECT_EQ(c.node(1).stats().barriers, 3u);
 }
 
+// kGather: the first episode reports each thread on its own; from then on a
+// node reports the threads that took part last time in one arrival, sent
+// when the last of them arrives (one interval and one message a node).
+TEST(NodeTest, GatheringBarrierSendsOneArrivalANodeOnceItKnowsItsThreads) {
+  Cluster c(2, 2);
+  const BarrierId b = 5;
+  auto arrivals = [&] { return c.node(1).stats().messages_sent[size_t(MessageType::kBarrierArrive)]; };
+  for (int round = 0; round < 4; ++round) {
+    const uint64_t before = arrivals();
+    c.Write(1, 1, 0, 100 + round, uint8_t(round + 1));  // by node 1's later thread
+    ASSERT_EQ(c.node(1).Barrier(0, b, 4, Node::kGather), Outcome::kBlocked);
+    EXPECT_EQ(arrivals() - before, round == 0 ? 1u : 0u) << "round " << round;
+    EXPECT_EQ(c.node(1).Gathering(), round > 0);
+    ASSERT_EQ(c.node(1).Barrier(1, b, 4, Node::kGather), Outcome::kBlocked);
+    EXPECT_EQ(arrivals() - before, round == 0 ? 2u : 1u) << "round " << round;
+    EXPECT_FALSE(c.node(1).Gathering());
+    for (ThreadId t = 0; t < 2; ++t) c.node(0).Barrier(t, b, 4, Node::kGather);
+    c.Drain();
+    int serial = 0;
+    for (NodeId n = 0; n < 2; ++n)
+      for (ThreadId t = 0; t < 2; ++t) {
+        bool s = false;
+        ASSERT_EQ(c.node(n).Barrier(t, b, 4, Node::kGather, &s), Outcome::kDone);
+        serial += s;
+      }
+    EXPECT_EQ(serial, 1) << "round " << round;
+    EXPECT_EQ(c.Read(0, 0, 0, 100 + round), round + 1);
+  }
+}
+
+// A thread that took part last time and now waits for a lock, another
+// barrier or something the runtime reports (WaitingElsewhere, ReportGathered)
+// is not waited for: the others' arrival goes at once, its own later.
+TEST(NodeTest, GatheringBarrierReportsWithoutAThreadThatWaitsElsewhere) {
+  Cluster c(2, 2);
+  const BarrierId b = 5, other = 6;
+  const LockId l = 0x40;
+  auto arrivals = [&] { return c.node(1).stats().messages_sent[size_t(MessageType::kBarrierArrive)]; };
+  auto all_arrive = [&] {
+    for (NodeId n = 0; n < 2; ++n)
+      for (ThreadId t = 0; t < 2; ++t) c.node(n).Barrier(t, b, 4, Node::kGather);
+    c.Drain();
+    for (NodeId n = 0; n < 2; ++n)
+      for (ThreadId t = 0; t < 2; ++t) ASSERT_EQ(c.node(n).Barrier(t, b, 4, Node::kGather), Outcome::kDone);
+  };
+  all_arrive();  // node 1 learns that both its threads take part
+  // (1) Its thread 1 blocks on a lock node 0 holds.
+  c.Complete([&] { return c.node(0).Acquire(0, l); });
+  uint64_t before = arrivals();
+  ASSERT_EQ(c.node(1).Barrier(0, b, 4, Node::kGather), Outcome::kBlocked);
+  EXPECT_EQ(arrivals(), before);
+  ASSERT_EQ(c.node(1).Acquire(1, l), Outcome::kBlocked);
+  EXPECT_EQ(arrivals(), before + 1) << "thread 0 reported once thread 1 waits for the lock";
+  EXPECT_FALSE(c.node(1).Gathering());
+  c.Drain();
+  c.node(0).Release(0, l);
+  c.Drain();
+  ASSERT_EQ(c.node(1).Acquire(1, l), Outcome::kDone);
+  c.node(1).Release(1, l);
+  ASSERT_EQ(c.node(1).Barrier(1, b, 4, Node::kGather), Outcome::kBlocked);
+  EXPECT_EQ(arrivals(), before + 2) << "a later arrival reports alone";
+  for (ThreadId t = 0; t < 2; ++t) c.node(0).Barrier(t, b, 4, Node::kGather);
+  c.Drain();
+  for (NodeId n = 0; n < 2; ++n)
+    for (ThreadId t = 0; t < 2; ++t) ASSERT_EQ(c.node(n).Barrier(t, b, 4, Node::kGather), Outcome::kDone);
+  all_arrive();  // both took part again
+  // (2) Thread 1 waits at another barrier.
+  before = arrivals();
+  ASSERT_EQ(c.node(1).Barrier(0, b, 4, Node::kGather), Outcome::kBlocked);
+  ASSERT_EQ(c.node(1).Barrier(1, other, 2, Node::kGather), Outcome::kBlocked);
+  EXPECT_EQ(arrivals(), before + 2) << "b's thread 0, then other's thread 1";
+  ASSERT_EQ(c.node(0).Barrier(1, other, 2, Node::kGather), Outcome::kBlocked);
+  c.Drain();
+  ASSERT_EQ(c.node(1).Barrier(1, other, 2, Node::kGather), Outcome::kDone);
+  ASSERT_EQ(c.node(1).Barrier(1, b, 4, Node::kGather), Outcome::kBlocked);
+  for (ThreadId t = 0; t < 2; ++t) c.node(0).Barrier(t, b, 4, Node::kGather);
+  c.Drain();
+  for (NodeId n = 0; n < 2; ++n)
+    for (ThreadId t = 0; t < 2; ++t) ASSERT_EQ(c.node(n).Barrier(t, b, 4, Node::kGather), Outcome::kDone);
+  // (3) Thread 1 waits where only the runtime sees it (a condition), or
+  // runs on past the runtime's patience (ReportGathered).
+  for (bool told : {true, false}) {
+    before = arrivals();
+    ASSERT_EQ(c.node(1).Barrier(0, b, 4, Node::kGather), Outcome::kBlocked);
+    EXPECT_TRUE(c.node(1).Gathering());
+    if (told) {
+      c.node(1).WaitingElsewhere(1, true);
+    } else {
+      c.node(1).ReportGathered();
+    }
+    EXPECT_FALSE(c.node(1).Gathering());
+    EXPECT_EQ(arrivals(), before + 1);
+    if (told) c.node(1).WaitingElsewhere(1, false);
+    ASSERT_EQ(c.node(1).Barrier(1, b, 4, Node::kGather), Outcome::kBlocked);
+    for (ThreadId t = 0; t < 2; ++t) c.node(0).Barrier(t, b, 4, Node::kGather);
+    c.Drain();
+    for (NodeId n = 0; n < 2; ++n)
+      for (ThreadId t = 0; t < 2; ++t) ASSERT_EQ(c.node(n).Barrier(t, b, 4, Node::kGather), Outcome::kDone);
+  }
+  // (4) A thread that gave up waiting elsewhere (it exited) is not gathered
+  // for: the episode after it left learns it took no part.
+  c.node(1).WaitingElsewhere(1, true);
+  for (int round = 0; round < 2; ++round) {
+    before = arrivals();
+    ASSERT_EQ(c.node(1).Barrier(0, b, 3, Node::kGather), Outcome::kBlocked);
+    EXPECT_EQ(arrivals(), before + 1);
+    for (ThreadId t = 0; t < 2; ++t) c.node(0).Barrier(t, b, 3, Node::kGather);
+    c.Drain();
+    ASSERT_EQ(c.node(1).Barrier(0, b, 3, Node::kGather), Outcome::kDone);
+    for (ThreadId t = 0; t < 2; ++t) ASSERT_EQ(c.node(0).Barrier(t, b, 3, Node::kGather), Outcome::kDone);
+  }
+}
+
 // Notices are dropped only after a barrier of every thread of the job, with
 // every node in it: a thread outside may have a lock request in flight that
 // names older notices, and a node outside keeps needing them.

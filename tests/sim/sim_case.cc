@@ -96,6 +96,11 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
     c->scan_writes = value == "1";
     return Status::Ok();
   }
+  if (name == "gather") {
+    if (value != "0" && value != "1") return bad();
+    c->gather = value == "1";
+    return Status::Ok();
+  }
   if (name == "ops") return ParseU32(value, &c->ops) ? Status::Ok() : bad();
   if (name == "max-steps") return ParseU64(value, &c->max_steps) ? Status::Ok() : bad();
   if (name == "variant") return ParseU32(value, &c->variant) ? Status::Ok() : bad();
@@ -209,6 +214,7 @@ std::string ToFlags(const CaseConfig& c) {
     if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
     if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
     if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
+    if (c.gather != d.gather) s += " --gather 1";
     if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
     if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
     return "sim_replay " + s;
@@ -224,6 +230,7 @@ std::string ToFlags(const CaseConfig& c) {
   if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
   if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
   if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
+  if (c.gather != d.gather) s += " --gather 1";
   if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
   if (c.ops != d.ops) s += " --ops " + std::to_string(c.ops);
   if (c.max_steps != d.max_steps) s += " --max-steps " + std::to_string(c.max_steps);
@@ -248,6 +255,7 @@ std::string ToEnv(const CaseConfig& c) {
   if (c.max_run != 1) s += " SVM_SIM_MAX_RUN=" + std::to_string(c.max_run);
   if (!c.claim_by_cas) s += " SVM_SIM_CLAIM_BY_CAS=0";
   if (c.scan_writes) s += " SVM_SIM_SCAN_WRITES=1";
+  if (c.gather) s += " SVM_SIM_GATHER=1";
   if (!c.scenario.empty()) {
     s += " SVM_SIM_SCENARIO=" + c.scenario + " SVM_SIM_VARIANT=" + std::to_string(c.variant);
   }
@@ -290,6 +298,7 @@ bool ConfigFromEnv(CaseConfig* c, Status* error) {
                                           {"SVM_SIM_MAX_RUN", "max-run"},
                                           {"SVM_SIM_CLAIM_BY_CAS", "claim-by-cas"},
                                           {"SVM_SIM_SCAN_WRITES", "scan-writes"},
+                                          {"SVM_SIM_GATHER", "gather"},
                                           {"SVM_SIM_MAX_STEPS", "max-steps"},
                                           {"SVM_SIM_CYCLIC_BLOCK", "cyclic-block"},
                                           {"SVM_SIM_SCENARIO", "scenario"},

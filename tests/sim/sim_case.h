@@ -41,6 +41,8 @@ struct CaseConfig {
   uint32_t max_run = 1;       // NodeConfig::max_run: pages a fetch may carry
   bool claim_by_cas = true;   // NodeConfig::claim_by_cas
   bool scan_writes = false;   // NodeConfig::scan_writes: writes to read pages go through
+  bool gather = false;        // barriers as the runtime calls them (Node::kGather), not with
+                              // the program's own count of each node's threads
   uint32_t ops = 0;           // program size (GenOptions::ops); 0: default
   uint64_t max_steps = 0;     // 0: derived from the program size
   std::vector<Pair> delayed;  // pairs delivered only when nothing else can run

@@ -125,6 +125,21 @@ TEST(SimScenario, SubsetBarrier) {
   }
 }
 
+// A node gathers a barrier's threads of the last episode (Node::kGather);
+// one that waits elsewhere (a lock, a flag) or ended must not hold the
+// others back: that would deadlock the job.
+TEST(SimScenario, GatheringBarrierDoesNotWaitForAThreadThatWaitsElsewhere) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    for (uint32_t variant = 0; variant < 3; ++variant) {
+      for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
+        const ScenarioRun run = RunScenario(mode, "gather-elsewhere", seed, variant);
+        ASSERT_TRUE(run.result.ok) << "variant " << variant << ": " << run.result.message;
+      }
+    }
+  }
+}
+
 TEST(SimScenario, FetchArrivesAtHomeBeforeTheDiff) {
   for (Mode mode : kModes) {
     SCOPED_TRACE(ToString(mode));

@@ -638,6 +638,61 @@ void FirstTouchSweep(CaseConfig* c, Scenario* s) {
   s->program = b.Take();
 }
 
+// Barrier 60 meets every thread, then only thread 0 of each node and
+// thread 1 of the last: thread 1 of the others, which took part before and
+// so is gathered for (Node::kGather), waits elsewhere instead — variant 0:
+// for lock L, held across the barrier by the last node's thread 0; variant
+// 1: for a flag that thread raises after it; variant 2: it ends. The
+// gathered threads must report without it. Run with gather. A last barrier
+// of the threads left ends it.
+void GatherElsewhere(CaseConfig* c, Scenario* s) {
+  const uint32_t N = 3, T = 2;
+  const LockId L = 0x3100;
+  const uint64_t F = 9;
+  Shape(c, N, T, 2);
+  c->gather = true;
+  ProgramBuilder b(N, T, 2);
+  std::vector<uint32_t> owned;
+  for (uint32_t g = 0; g < N * T; ++g) owned.push_back(b.AddVar(kPage + 8 * g, 8));
+  const uint32_t shared = b.AddVar(24, 4, VarClass::kCounter, L);
+  const uint32_t holder = b.G(N - 1, 0);
+  for (uint32_t g = 0; g < N * T; ++g) {
+    b.Write(g, owned[g]);
+    b.BarrierOf(g, 60, N * T, T);
+  }
+  b.Acquire(holder, L);
+  for (NodeId n = 0; n < N; ++n) {
+    const uint32_t g0 = b.G(n, 0), g1 = b.G(n, 1);
+    b.BarrierOf(g0, 60, N + 1, n == N - 1 ? T : 1);
+    if (n == N - 1) {
+      b.BarrierOf(g1, 60, N + 1, T);
+    } else if (c->variant == 0) {
+      b.Acquire(g1, L);
+      b.Add(g1, shared, 1);
+      b.Release(g1, L);
+    } else if (c->variant == 1) {
+      b.Await(g1, F);
+      b.Read(g1, owned[g0]);
+    } else {
+      b.Exit(g1);
+    }
+  }
+  b.Add(holder, shared, 1);
+  b.Release(holder, L);
+  b.Signal(holder, F);
+  // A last barrier of the threads still there, then every node reads all.
+  const bool ended = c->variant == 2;
+  for (NodeId n = 0; n < N; ++n) {
+    for (ThreadId t = 0; t < T; ++t) {
+      if (ended && t == 1 && n != N - 1) continue;
+      b.BarrierOf(b.G(n, t), 61, ended ? N + 1 : N * T, ended && n != N - 1 ? 1 : T);
+    }
+  }
+  for (NodeId n = 0; n < N; ++n)
+    for (uint32_t v = 0; v < owned.size() + 1; ++v) b.Read(b.G(n, 0), v);
+  s->program = b.Take();
+}
+
 using Builder = void (*)(CaseConfig*, Scenario*);
 
 const std::map<std::string, Builder>& Builders() {
@@ -653,6 +708,7 @@ const std::map<std::string, Builder>& Builders() {
       {"local-handoff", LocalHandoff},
       {"no-starvation", NoStarvation},
       {"local-barging", LocalBarging},
+      {"gather-elsewhere", GatherElsewhere},
       {"stale-read-copy", StaleReadCopy},
       {"home-waits-for-diff", HomeWaitsForDiff},
       {"handoff-then-stale-copy", HandoffThenStaleCopy},

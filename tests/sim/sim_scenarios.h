@@ -11,6 +11,9 @@
 //   many-notices       many intervals per node, each writing every page, meet
 //                      at one barrier (pairs of nodes share a lock meanwhile)
 //   subset-barrier     a barrier of thread 0 of each node only (not global)
+//   gather-elsewhere   a barrier's thread that took part last time waits at a
+//                      lock (variant 0), for a flag (1) or ends (2) instead;
+//                      run with gather (Node::kGather)
 //   fetch-before-diff  the writer->home pair is delayed: the reader's fetch
 //                      reaches the home before the diff it needs
 //   safe-fetch         a page dirty in one thread's critical section is

@@ -48,6 +48,8 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
   // Half the cases find writes to read pages by scans, as on the uffd
   // backend (NodeConfig::scan_writes), half by faults.
   c.scan_writes = (h >> 52) % 2 == 0;
+  // Half the cases call barriers as the runtime does (Node::kGather).
+  c.gather = (h >> 56) % 2 == 0;
   // One case in four has slow links: pairs delivered only when nothing else
   // can happen (extreme but legal latencies).
   if ((h >> 24) % 4 == 0) {

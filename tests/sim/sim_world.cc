@@ -220,6 +220,14 @@ void World::OnWake(NodeId node, ThreadId t) {
   if (th.state == State::kRunnable) th.wake_pending = true;
 }
 
+void World::Elsewhere(Thread& th, bool waiting) {
+  if (!config_.gather || failed_) return;
+  calling_ = th.g;
+  nodes_[th.node]->WaitingElsewhere(th.t, waiting);
+  calling_ = kNoThread;
+  CheckContract();
+}
+
 bool World::CheckContract() {
   for (const auto& host : hosts_) {
     if (!host->contract_error().empty()) {
@@ -349,7 +357,7 @@ void World::StepBarrier(Thread& th, const Op& op) {
   }
   th.wake_pending = false;
   calling_ = th.g;
-  const Outcome o = nodes_[th.node]->Barrier(th.t, op.id, op.total, op.local);
+  const Outcome o = nodes_[th.node]->Barrier(th.t, op.id, op.total, config_.gather ? Node::kGather : op.local);
   calling_ = kNoThread;
   Record(Ev::kBarrier, th.g, 0, op.id, 0, static_cast<uint8_t>(o));
   if (!CheckContract()) return;
@@ -372,6 +380,7 @@ void World::StepLife(Thread& th, const Op& op) {
     case OpKind::kSpawn: {
       Thread& child = threads_[other];
       ++live_;
+      Elsewhere(child, false);
       if (program_.ops[other].empty()) {
         child.state = State::kDone;
         ++done_;
@@ -383,6 +392,7 @@ void World::StepLife(Thread& th, const Op& op) {
     case OpKind::kExit: {
       --live_;
       th.exited = true;
+      Elsewhere(th, true);  // as the runtime tells of a thread that ends
       auto it = joiners_.find(th.g);
       if (it != joiners_.end()) {
         for (uint32_t w : it->second) SetRunnable(threads_[w]);
@@ -396,12 +406,14 @@ void World::StepLife(Thread& th, const Op& op) {
   }
   Record(Ev::kLife, th.g, 0, other, waits, static_cast<uint8_t>(op.kind));
   if (!waits) {
+    if (op.kind == OpKind::kJoin) Elsewhere(th, false);
     Advance(th);
     return;
   }
   ClearRunnable(th);
   th.state = State::kAwaiting;
   joiners_[other].push_back(th.g);
+  Elsewhere(th, true);
 }
 
 void World::StepThread(Thread& th) {
@@ -446,11 +458,13 @@ void World::StepThread(Thread& th) {
     case OpKind::kAwait:
       Record(Ev::kAwait, th.g, 0, op.id, 0, flags_.count(op.id) ? 0 : 1);
       if (flags_.count(op.id)) {
+        Elsewhere(th, false);
         Advance(th);
       } else {
         ClearRunnable(th);
         th.state = State::kAwaiting;
         flag_waiters_[op.id].push_back(th.g);
+        Elsewhere(th, true);
       }
       return;
     case OpKind::kProbe: {

@@ -72,6 +72,12 @@ check("masked diffs counted", 0 <= c.get("masked_diffs", -1) <= c["diffs"], str(
 # main waits in pthread_join, outside the workers' barriers: no barrier has
 # every live thread, so none may drop notices (modes_e2e sees the opposite).
 check("no notices collected", c["notices_collected"] == 0, str(c["notices_collected"]))
+# Node 1's two workers meet at 40 barrier episodes: one arrival each alone in
+# the first, then one a node (Node::kGather: 41). A waiting sibling that the
+# runtime reports without (it waits for the lock, or ran 5 ms past) adds one:
+# allow some, but not an arrival a thread (80).
+arrive = stats["per_node"][1]["counters"]["messages"].get("barrier-arrive", {}).get("count", 0)
+check("node 1 gathers its threads' barrier arrivals", 41 <= arrive <= 60, str(arrive))
 check("per-node counters", len(stats["per_node"]) == 2)
 check("per node: how its threads waited", all(isinstance(n.get("waiting_threads_spin"), bool) and
                                               isinstance(n.get("host_wake_ns"), int) for n in stats["per_node"]),
