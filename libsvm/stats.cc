@@ -137,6 +137,7 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["remote_acquires"] = s.remote_acquires;
   j["barriers"] = s.barriers;
   j["notices_collected"] = s.notices_collected;
+  j["gathers_given_up"] = s.gathers_given_up;
   j["protections"] = s.protections;
   j["pages_fetched"] = s.pages_fetched;
   j["pages_ahead"] = s.pages_ahead;
@@ -398,14 +399,14 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
   std::string out = fmt::format(
       "svm node {}: faults {} read / {} write, fetches {} (retries {}; pages {}, {} ahead ({} strided): {} used, {} "
       "unused), twins {}, diffs {} ({} bytes, {} runs, {} masked), invalidations {}, acquires {} local / {} remote, barriers {} ({} notices "
-      "collected), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
+      "collected, {} gathers given up), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
       "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.masked_diffs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
-      s.protections, s.untracked_pages, s.tracked_pages, s.untracked_again, s.marks_dropped, s.pages_written_ahead,
+      s.gathers_given_up, s.protections, s.untracked_pages, s.tracked_pages, s.untracked_again, s.marks_dropped, s.pages_written_ahead,
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,
       s.notices_deposited, s.notices_taken,

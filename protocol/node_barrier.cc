@@ -106,6 +106,7 @@ void Node::ReportReadyGathers() {
 
 void Node::ReportGathered() {
   while (!gathering_.empty()) {
+    stats_.gathers_given_up++;
     const BarrierId b = gathering_.back();
     ReportArrivals(b, *barriers_.at(b));
   }

@@ -42,6 +42,7 @@ struct NodeStats {
   uint64_t remote_acquires = 0;
   uint64_t barriers = 0;        // barrier episodes this node took part in
   uint64_t notices_collected = 0;  // intervals dropped from the bins (garbage)
+  uint64_t gathers_given_up = 0;   // barrier arrivals reported on a timeout (ReportGathered)
   uint64_t protections = 0;     // Host::Protect calls (each a run of pages)
   uint64_t untracked_pages = 0;  // home pages first touched with no other holder
   uint64_t tracked_pages = 0;    // ... of which another node fetched one later

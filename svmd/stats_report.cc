@@ -307,9 +307,11 @@ std::string FormatStatsSummary(const json& m) {
       n("pages_strided"), n("ahead_used"), n("ahead_unused"), n("twins"), n("pages_found_written"),
       n("write_scans"), n("diffs"), Bytes(n("diff_bytes")), n("diff_runs"), n("masked_diffs"), n("invalidations"));
   out += fmt::format(
-      "  acquires {} local / {} remote; barriers {} ({} notices collected); protections {}; home pages untracked "
-      "{} (tracked later {}, untracked again {}, written ahead {}); marks given back {}; messages {} ({})\n",
-      n("local_acquires"), n("remote_acquires"), n("barriers"), n("notices_collected"), n("protections"),
+      "  acquires {} local / {} remote; barriers {} ({} notices collected, {} gathers given up); protections {}; "
+      "home pages untracked {} (tracked later {}, untracked again {}, written ahead {}); marks given back {}; "
+      "messages {} ({})\n",
+      n("local_acquires"), n("remote_acquires"), n("barriers"), n("notices_collected"), n("gathers_given_up"),
+      n("protections"),
       n("untracked_pages"), n("tracked_pages"), n("untracked_again"), n("pages_written_ahead"), n("marks_dropped"),
       n("messages_sent"), Bytes(n("bytes_sent")));
   if (c.contains("messages") && !c["messages"].empty()) {

@@ -348,7 +348,7 @@ CaseResult RunProgram(const CaseConfig& c, const Program& program) {
 }
 
 void AddStats(NodeStats* a, const NodeStats& b) {
-  static_assert(sizeof(NodeStats) == (38 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
+  static_assert(sizeof(NodeStats) == (39 + 2 * (kMessageTypeCount + 1) + kHandlerKindCount) * 8,
                 "NodeStats changed: update AddStats");
   a->read_faults += b.read_faults;
   a->write_faults += b.write_faults;
@@ -376,6 +376,7 @@ void AddStats(NodeStats* a, const NodeStats& b) {
   a->remote_acquires += b.remote_acquires;
   a->barriers += b.barriers;
   a->notices_collected += b.notices_collected;
+  a->gathers_given_up += b.gathers_given_up;
   a->protections += b.protections;
   a->untracked_pages += b.untracked_pages;
   a->tracked_pages += b.tracked_pages;
