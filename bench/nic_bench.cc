@@ -4,7 +4,8 @@
 // run: a raw TCP 4 KiB echo over loopback (two threads), a local 4 KiB memcpy
 // and a futex ping-pong between two threads. Each is run with completion
 // waits in busy polling and in the default adaptive mode; the raw echo
-// correspondingly spins on non-blocking recv, or blocks in recv. Where
+// correspondingly spins on non-blocking recv, or blocks in recv; and once,
+// tcp_echo_4k_cq_spin, spins on an io_uring completion queue instead. Where
 // libfabric was found, the same benchmarks run over the ofi backend with the
 // tcp;ofi_rxm and shm providers (ofi-tcp/*, ofi-shm/*); scripts/bench-ofi adds
 // fi_pingpong beside them.
@@ -13,6 +14,7 @@
 // at the end. Real time is what counts here (waits are the point).
 //   build/bench/nic_bench [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
+#include <liburing.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <netinet/tcp.h>
@@ -372,6 +374,90 @@ bool IoAll(int fd, uint8_t* p, size_t n, bool write, bool spin) {
   return true;
 }
 
+// A loopback connection, both ends with TCP_NODELAY. False (and state
+// skipped) if it could not be made.
+struct EchoPair {
+  int lfd = -1, cfd = -1, sfd = -1;
+  ~EchoPair() {
+    for (int fd : {cfd, sfd, lfd})
+      if (fd >= 0) close(fd);
+  }
+};
+
+bool Connect(benchmark::State& state, EchoPair* e) {
+  e->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(e->lfd, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(e->lfd, 1) != 0 ||
+      getsockname(e->lfd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    state.SkipWithError("listen failed");
+    return false;
+  }
+  e->cfd = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(e->cfd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    state.SkipWithError("connect failed");
+    return false;
+  }
+  e->sfd = accept(e->lfd, nullptr, nullptr);
+  int one = 1;
+  setsockopt(e->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(e->sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return e->sfd >= 0;
+}
+
+// The reply awaited on an io_uring completion queue's memory: the send and
+// the receive go in one io_uring_enter, and the client spins on the queue
+// with no system call per look. The kernel posts the receive's completion
+// from task work, which an arrival makes it run by interrupting the
+// spinning thread (a ring without COOP_TASKRUN or DEFER_TASKRUN): what
+// "spin on memory, not on syscalls" costs over tcp (issue 14), against
+// tcp_echo_4k/busy, whose client spins on non-blocking receives.
+void BM_TcpEchoCqSpin(benchmark::State& state) {
+  EchoPair e;
+  if (!Connect(state, &e)) return;
+  io_uring ring;
+  if (int rc = io_uring_queue_init(8, &ring, 0); rc < 0) {
+    state.SkipWithError("io_uring_queue_init failed");
+    return;
+  }
+  std::thread server([sfd = e.sfd] {
+    std::vector<uint8_t> b(kPage);
+    while (IoAll(sfd, b.data(), kPage, false, true) && IoAll(sfd, b.data(), kPage, true, true)) {
+    }
+  });
+  std::vector<uint8_t> b(kPage, 3);
+  uint64_t enters = 0;
+  for (auto _ : state) {
+    bool ok = true;
+    for (size_t got = 0; ok && got < kPage;) {
+      if (got == 0) {
+        io_uring_sqe* s = io_uring_get_sqe(&ring);
+        io_uring_prep_send(s, e.cfd, b.data(), kPage, MSG_NOSIGNAL);
+        s->flags |= IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_LINK;
+      }
+      io_uring_sqe* r = io_uring_get_sqe(&ring);
+      io_uring_prep_recv(r, e.cfd, b.data() + got, kPage - got, 0);
+      io_uring_submit(&ring);
+      ++enters;
+      io_uring_cqe* c = nullptr;
+      while (io_uring_peek_cqe(&ring, &c) != 0 || c == nullptr) internal::CpuRelax();
+      ok = c->res > 0;
+      if (ok) got += size_t(c->res);
+      io_uring_cqe_seen(&ring, c);
+    }
+    if (!ok) {
+      state.SkipWithError("echo failed");
+      break;
+    }
+  }
+  state.counters["enters"] = benchmark::Counter(double(enters), benchmark::Counter::kAvgIterations);
+  shutdown(e.cfd, SHUT_RDWR);
+  server.join();
+  io_uring_queue_exit(&ring);
+}
+
 void BM_TcpEcho(benchmark::State& state, WaitMode mode) {
   const bool spin = mode == WaitMode::kBusyPoll;
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -500,6 +586,7 @@ void Register() {
       benchmark::RegisterBenchmark((name + "/" + mode).c_str(), fn)->UseRealTime()->Unit(benchmark::kMicrosecond);
     };
     reg("tcp_echo_4k", [m](benchmark::State& s) { BM_TcpEcho(s, m); });
+    if (m == WaitMode::kBusyPoll) reg("tcp_echo_4k_cq_spin", [](benchmark::State& s) { BM_TcpEchoCqSpin(s); });
     reg("memcpy_4k", [](benchmark::State& s) { BM_Memcpy4k(s); });
     reg("futex_pingpong", [m](benchmark::State& s) { BM_FutexPingPong(s, m); });
     std::vector<Backend> backends = {Backend::kTcp, Backend::kTcpSealed, Backend::kShm};
