@@ -64,13 +64,12 @@ ThreadId Runtime::SlotOfCaller() {
     t_slot = int(slots_used_++);
   }
   live_slots_.fetch_add(1, std::memory_order_relaxed);
-  if (node_) node_->WaitingElsewhere(ThreadId(t_slot), false);  // a slot's earlier thread was gone
   return ThreadId(t_slot);
 }
 
 void Runtime::ReleaseSlotOfCaller() {
   if (t_slot < 0) return;
-  node_->WaitingElsewhere(ThreadId(t_slot), true);  // gone: no barrier gathers for it
+  node_->ThreadExited(ThreadId(t_slot));  // no barrier gathers for it
   Settle();
   free_slots_.push_back(ThreadId(t_slot));
   live_slots_.fetch_sub(1, std::memory_order_relaxed);

@@ -197,9 +197,12 @@ class Node {
   Outcome Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local,
                   bool* serial = nullptr);
   // Thread t waits for something only other threads can end (a condition, a
-  // join) or has exited (true), or runs again (false): a gathering barrier
-  // stops waiting for it.
+  // join; true), or runs again (false): a gathering barrier stops waiting
+  // for it.
   void WaitingElsewhere(ThreadId t, bool waiting);
+  // Thread t has exited: no barrier gathers for it, nor for the next thread
+  // given its slot until that one takes part.
+  void ThreadExited(ThreadId t);
   // Whether a kGather barrier holds arrivals back for threads still running.
   bool Gathering() const { return !gathering_.empty(); }
   // Reports them now: the last resort of a wait that lasted too long (a

@@ -96,6 +96,13 @@ void Node::WaitingElsewhere(ThreadId t, bool waiting) {
   SetElsewhere(t, waiting);
 }
 
+void Node::ThreadExited(ThreadId t) {
+  assert(t < config_.threads);
+  elsewhere_[t] = 0;
+  for (auto& [b, bs] : barriers_) bs->took_part[t] = 0;
+  if (!gathering_.empty()) ReportReadyGathers();
+}
+
 void Node::ReportReadyGathers() {
   const std::vector<BarrierId> held = gathering_;  // a report may release and change it
   for (BarrierId b : held) {

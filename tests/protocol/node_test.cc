@@ -1118,13 +1118,15 @@ TEST(NodeTest, GatheringBarrierReportsWithoutAThreadThatWaitsElsewhere) {
     for (NodeId n = 0; n < 2; ++n)
       for (ThreadId t = 0; t < 2; ++t) ASSERT_EQ(c.node(n).Barrier(t, b, 4, Node::kGather), Outcome::kDone);
   }
-  // (4) A thread that gave up waiting elsewhere (it exited) is not gathered
-  // for: the episode after it left learns it took no part.
-  c.node(1).WaitingElsewhere(1, true);
+  // (4) A thread that exited is not gathered for, nor the next thread given
+  // its slot (it runs, and has not taken part yet).
+  c.node(1).ThreadExited(1);
+  c.node(1).WaitingElsewhere(1, false);  // the slot's next thread runs (and left a wait)
   for (int round = 0; round < 2; ++round) {
     before = arrivals();
     ASSERT_EQ(c.node(1).Barrier(0, b, 3, Node::kGather), Outcome::kBlocked);
     EXPECT_EQ(arrivals(), before + 1);
+    EXPECT_FALSE(c.node(1).Gathering());
     for (ThreadId t = 0; t < 2; ++t) c.node(0).Barrier(t, b, 3, Node::kGather);
     c.Drain();
     ASSERT_EQ(c.node(1).Barrier(0, b, 3, Node::kGather), Outcome::kDone);

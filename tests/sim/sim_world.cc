@@ -380,7 +380,6 @@ void World::StepLife(Thread& th, const Op& op) {
     case OpKind::kSpawn: {
       Thread& child = threads_[other];
       ++live_;
-      Elsewhere(child, false);
       if (program_.ops[other].empty()) {
         child.state = State::kDone;
         ++done_;
@@ -392,7 +391,12 @@ void World::StepLife(Thread& th, const Op& op) {
     case OpKind::kExit: {
       --live_;
       th.exited = true;
-      Elsewhere(th, true);  // as the runtime tells of a thread that ends
+      if (config_.gather) {  // as the runtime tells of a thread that ends
+        calling_ = th.g;
+        nodes_[th.node]->ThreadExited(th.t);
+        calling_ = kNoThread;
+        CheckContract();
+      }
       auto it = joiners_.find(th.g);
       if (it != joiners_.end()) {
         for (uint32_t w : it->second) SetRunnable(threads_[w]);

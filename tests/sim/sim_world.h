@@ -88,7 +88,7 @@ class World final : public WakeListener {
   void StepBarrier(Thread& th, const Op& op);
   void StepLife(Thread& th, const Op& op);
   // Tells th's node that th waits for other threads where it cannot see
-  // (a join, a flag) or ended, or runs again, as the runtime does (gather).
+  // (a join, a flag), or runs again, as the runtime does (gather).
   void Elsewhere(Thread& th, bool waiting);
   void Deliver(Pair p);
   void DeliverOneSided(Pair p, Event& e);
