@@ -76,20 +76,28 @@ TEST(OrderChecker, MutualExclusionAndBarriers) {
   EXPECT_EQ(oc.Acquired(0, 7), "");
   EXPECT_NE(oc.Acquired(3, 7), "");
   EXPECT_NE(oc.Released(2, 7), "");
-  oc.BarrierArrived(0, 1);
-  oc.BarrierArrived(1, 1);
-  oc.BarrierArrived(2, 1);
+  oc.BarrierArrived(0, 1, 4);
+  oc.BarrierArrived(1, 1, 4);
+  oc.BarrierArrived(2, 1, 4);
   EXPECT_NE(oc.BarrierPassed(0, 1, 4), "");  // one arrival missing
   OrderChecker ok(2, 2, 1);
   EXPECT_EQ(ok.Accessed(0, 0, true), "");
-  ok.BarrierArrived(0, 1);
-  ok.BarrierArrived(1, 1);
+  ok.BarrierArrived(0, 1, 2);
+  ok.BarrierArrived(1, 1, 2);
   EXPECT_EQ(ok.BarrierPassed(0, 1, 2), "");
   EXPECT_EQ(ok.BarrierPassed(1, 1, 2), "");
   EXPECT_EQ(ok.Accessed(1, 0, false), "");  // ordered by the barrier
   // The next episode of the same barrier starts afresh.
-  ok.BarrierArrived(0, 1);
+  ok.BarrierArrived(0, 1, 2);
   EXPECT_NE(ok.BarrierPassed(0, 1, 2), "");
+  // A thread that sat an episode out joins the one filling when it comes.
+  OrderChecker some(1, 3, 1);
+  some.BarrierArrived(0, 1, 2);
+  some.BarrierArrived(1, 1, 2);
+  EXPECT_EQ(some.BarrierPassed(0, 1, 2), "");
+  EXPECT_EQ(some.BarrierPassed(1, 1, 2), "");
+  for (uint32_t g = 0; g < 3; ++g) some.BarrierArrived(g, 1, 3);
+  for (uint32_t g = 0; g < 3; ++g) EXPECT_EQ(some.BarrierPassed(g, 1, 3), "") << g;
 }
 
 // Signal/Await order the schedule but are no synchronisation: a program that

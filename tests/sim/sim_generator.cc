@@ -43,6 +43,7 @@ class Generator {
   void Classify();
   void Phase(uint32_t phase);
   void CriticalSection(uint32_t g, const std::vector<size_t>& active);
+  void SubsetBarrier(BarrierId b, uint32_t phase);
 
   GenOptions o_;
   std::mt19937_64 rng_;
@@ -281,7 +282,43 @@ void Generator::Phase(uint32_t phase) {
     std::shuffle(actions.begin(), actions.end(), rng_);
     for (auto& action : actions) action();
   }
-  b_.BarrierAll(barrier_base_ + (alternate_barriers_ ? phase % 2 : 0));
+  const BarrierId b = barrier_base_ + (alternate_barriers_ ? phase % 2 : 0);
+  if (threads >= 3 && phase > 0 && Chance(300)) {
+    SubsetBarrier(b, phase);
+  } else {
+    b_.BarrierAll(b);
+  }
+}
+
+// The phase ends at b for some threads only; the others wait for a flag one
+// of them raises after it, then all meet at another barrier, which orders
+// every access of the phase before the next. Under gather (Node::kGather) a
+// node must not wait at b for its threads that took part last time and now
+// wait for the flag.
+void Generator::SubsetBarrier(BarrierId b, uint32_t phase) {
+  constexpr BarrierId kAllAgain = 50;  // below barrier_base_
+  const uint32_t threads = o_.nodes * o_.threads;
+  std::vector<bool> out(threads);
+  for (uint32_t g = 0; g < threads; ++g) out[g] = Chance(300);
+  out[Below(threads)] = true;    // at least one sits out
+  out[Below(threads)] = false;   // and one takes part
+  std::vector<uint32_t> local(o_.nodes, 0);
+  uint32_t total = 0, raiser = 0;
+  for (uint32_t g = threads; g-- > 0;) {
+    if (out[g]) continue;
+    ++local[g / o_.threads];
+    ++total;
+    raiser = g;
+  }
+  const uint64_t flag = 1000 + phase;
+  for (uint32_t g = 0; g < threads; ++g) {
+    if (!out[g]) b_.BarrierOf(g, b, total, local[g / o_.threads]);
+  }
+  b_.Signal(raiser, flag);
+  for (uint32_t g = 0; g < threads; ++g) {
+    if (out[g]) b_.Await(g, flag);
+  }
+  b_.BarrierAll(kAllAgain);
 }
 
 Program Generator::Run() {

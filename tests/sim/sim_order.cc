@@ -8,7 +8,7 @@ OrderChecker::OrderChecker(uint32_t threads_per_node, uint32_t total_threads, si
     : per_node_(threads_per_node),
       threads_(total_threads),
       clock_(total_threads, Clock(total_threads, 0)),
-      passed_(total_threads),
+      joined_(total_threads),
       vars_(vars) {
   for (uint32_t g = 0; g < threads_; ++g) clock_[g][g] = 1;
   for (auto& v : vars_) v.reads.assign(threads_, 0);
@@ -44,24 +44,25 @@ std::string OrderChecker::Released(uint32_t g, LockId l) {
   return {};
 }
 
-void OrderChecker::BarrierArrived(uint32_t g, BarrierId b) {
-  Episode& e = episodes_[{b, passed_[g][b]}];
+void OrderChecker::BarrierArrived(uint32_t g, BarrierId b, uint32_t total) {
+  uint64_t& filling = filling_[b];
+  joined_[g][b] = filling;
+  Episode& e = episodes_[{b, filling}];
   if (e.clock.empty()) e.clock.assign(threads_, 0);
   Join(e.clock, clock_[g]);
-  ++e.arrived;
+  if (++e.arrived == total) ++filling;
   ++clock_[g][g];
 }
 
 std::string OrderChecker::BarrierPassed(uint32_t g, BarrierId b, uint32_t total) {
-  uint64_t& passed = passed_[g][b];
-  const Episode& e = episodes_[{b, passed}];
+  const uint64_t episode = joined_[g].at(b);
+  const Episode& e = episodes_[{b, episode}];
   if (e.arrived != total) {
-    return "barrier " + std::to_string(b) + " episode " + std::to_string(passed) + " let " +
+    return "barrier " + std::to_string(b) + " episode " + std::to_string(episode) + " let " +
            Name(g) + " pass after " + std::to_string(e.arrived) + " of " + std::to_string(total) +
            " arrivals";
   }
   Join(clock_[g], e.clock);
-  ++passed;
   return {};
 }
 

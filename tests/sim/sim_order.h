@@ -7,7 +7,8 @@
 //  1. mutual exclusion: a lock is granted only when no simulated thread holds
 //     it;
 //  2. barriers: a thread passes a barrier episode only after all `total`
-//     participants arrived at it;
+//     participants arrived at it (an arrival joins the barrier's episode
+//     still filling: a thread may sit episodes out);
 //  3. data-race freedom of the program as executed: every access to a
 //     variable is ordered after the previous conflicting accesses. A race is
 //     a fault of the program (generator or scenario), not of the protocol,
@@ -32,7 +33,9 @@ class OrderChecker {
 
   std::string Acquired(uint32_t g, LockId l);
   std::string Released(uint32_t g, LockId l);
-  void BarrierArrived(uint32_t g, BarrierId b);
+  // Thread g reaches barrier b of `total` threads: it joins b's episode that
+  // is still filling (a thread need not take part in every episode).
+  void BarrierArrived(uint32_t g, BarrierId b, uint32_t total);
   std::string BarrierPassed(uint32_t g, BarrierId b, uint32_t total);
   std::string Accessed(uint32_t g, uint32_t var, bool write);
 
@@ -56,7 +59,8 @@ class OrderChecker {
   std::map<LockId, Clock> lock_clock_;
   std::map<LockId, uint32_t> holder_;
   std::map<std::pair<BarrierId, uint64_t>, Episode> episodes_;
-  std::vector<std::map<BarrierId, uint64_t>> passed_;  // by thread: episodes passed
+  std::map<BarrierId, uint64_t> filling_;               // by barrier: the episode arrivals join
+  std::vector<std::map<BarrierId, uint64_t>> joined_;  // by thread: the episode it waits in
   std::vector<VarState> vars_;
 };
 

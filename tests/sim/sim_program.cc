@@ -88,6 +88,34 @@ size_t Program::op_count() const {
   return n;
 }
 
+std::vector<Program::Episode> Program::BarrierEpisodes() const {
+  std::vector<std::vector<const Op*>> next(thread_count());  // each thread's barriers, in order
+  for (uint32_t g = 0; g < thread_count(); ++g)
+    for (const Op& op : ops[g])
+      if (op.kind == OpKind::kBarrier) next[g].push_back(&op);
+  std::vector<size_t> at(thread_count(), 0);
+  std::vector<Episode> episodes;
+  size_t left = 0;
+  for (const auto& n : next) left += n.size();
+  while (left > 0) {
+    bool formed = false;
+    for (uint32_t g = 0; g < thread_count() && !formed; ++g) {
+      if (at[g] == next[g].size()) continue;
+      const Op& op = *next[g][at[g]];
+      Episode e{op.id, {}};
+      for (uint32_t h = 0; h < thread_count(); ++h)
+        if (at[h] < next[h].size() && next[h][at[h]]->id == op.id) e.threads.push_back(h);
+      if (e.threads.size() != op.total) continue;
+      for (uint32_t h : e.threads) ++at[h];
+      left -= e.threads.size();
+      episodes.push_back(std::move(e));
+      formed = true;
+    }
+    if (!formed) return {};
+  }
+  return episodes;
+}
+
 Status Program::Validate() const {
   if (nodes == 0 || threads == 0 || pages == 0 || page_size == 0) {
     return Status::InvalidArgument("empty geometry");

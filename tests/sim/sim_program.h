@@ -93,6 +93,15 @@ struct Program {
 
   // Checks the invariants above.
   Status Validate() const;
+
+  // The barrier episodes the program's threads form, in an order they can
+  // happen in: each the threads (global ids) whose next barrier it is, as
+  // many as its total. Empty if the barrier ops form no such order.
+  struct Episode {
+    BarrierId barrier;
+    std::vector<uint32_t> threads;
+  };
+  std::vector<Episode> BarrierEpisodes() const;
 };
 
 // Builds programs op by op (the generator and the targeted scenarios).

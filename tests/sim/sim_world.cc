@@ -353,7 +353,7 @@ void World::StepAcquire(Thread& th, const Op& op) {
 void World::StepBarrier(Thread& th, const Op& op) {
   if (!th.called) {
     th.called = true;
-    order_.BarrierArrived(th.g, op.id);
+    order_.BarrierArrived(th.g, op.id, op.total);
   }
   th.wake_pending = false;
   calling_ = th.g;
