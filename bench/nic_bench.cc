@@ -374,8 +374,8 @@ bool IoAll(int fd, uint8_t* p, size_t n, bool write, bool spin) {
   return true;
 }
 
-// A loopback connection, both ends with TCP_NODELAY. False (and state
-// skipped) if it could not be made.
+// A loopback TCP connection: the listener, the client and the server end,
+// closed with it.
 struct EchoPair {
   int lfd = -1, cfd = -1, sfd = -1;
   ~EchoPair() {
@@ -384,6 +384,8 @@ struct EchoPair {
   }
 };
 
+// Makes *e, both ends TCP_NODELAY; false (the benchmark skipped) if it
+// could not be made.
 bool Connect(benchmark::State& state, EchoPair* e) {
   e->lfd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -401,10 +403,24 @@ bool Connect(benchmark::State& state, EchoPair* e) {
     return false;
   }
   e->sfd = accept(e->lfd, nullptr, nullptr);
+  if (e->sfd < 0) {
+    state.SkipWithError("accept failed");
+    return false;
+  }
   int one = 1;
   setsockopt(e->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(e->sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return e->sfd >= 0;
+  return true;
+}
+
+// The echo's server end: returns each 4 KiB it reads until the client shuts
+// the connection down.
+std::thread EchoServer(int sfd, bool spin) {
+  return std::thread([sfd, spin] {
+    std::vector<uint8_t> b(kPage);
+    while (IoAll(sfd, b.data(), kPage, false, spin) && IoAll(sfd, b.data(), kPage, true, spin)) {
+    }
+  });
 }
 
 // The reply awaited on an io_uring completion queue's memory: the send and
@@ -422,11 +438,7 @@ void BM_TcpEchoCqSpin(benchmark::State& state) {
     state.SkipWithError("io_uring_queue_init failed");
     return;
   }
-  std::thread server([sfd = e.sfd] {
-    std::vector<uint8_t> b(kPage);
-    while (IoAll(sfd, b.data(), kPage, false, true) && IoAll(sfd, b.data(), kPage, true, true)) {
-    }
-  });
+  std::thread server = EchoServer(e.sfd, true);
   std::vector<uint8_t> b(kPage, 3);
   uint64_t enters = 0;
   for (auto _ : state) {
@@ -460,45 +472,18 @@ void BM_TcpEchoCqSpin(benchmark::State& state) {
 
 void BM_TcpEcho(benchmark::State& state, WaitMode mode) {
   const bool spin = mode == WaitMode::kBusyPoll;
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(lfd, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(lfd, 1) != 0 ||
-      getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    state.SkipWithError("listen failed");
-    close(lfd);
-    return;
-  }
-  int cfd = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(cfd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
-    state.SkipWithError("connect failed");
-    close(cfd);
-    close(lfd);
-    return;
-  }
-  int sfd = accept(lfd, nullptr, nullptr);
-  int one = 1;
-  setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  std::thread server([sfd, spin] {
-    std::vector<uint8_t> b(kPage);
-    while (IoAll(sfd, b.data(), kPage, false, spin) && IoAll(sfd, b.data(), kPage, true, spin)) {
-    }
-  });
+  EchoPair e;
+  if (!Connect(state, &e)) return;
+  std::thread server = EchoServer(e.sfd, spin);
   std::vector<uint8_t> b(kPage, 3);
   for (auto _ : state) {
-    if (!IoAll(cfd, b.data(), kPage, true, spin) || !IoAll(cfd, b.data(), kPage, false, spin)) {
+    if (!IoAll(e.cfd, b.data(), kPage, true, spin) || !IoAll(e.cfd, b.data(), kPage, false, spin)) {
       state.SkipWithError("echo failed");
       break;
     }
   }
-  shutdown(cfd, SHUT_RDWR);
+  shutdown(e.cfd, SHUT_RDWR);
   server.join();
-  close(cfd);
-  close(sfd);
-  close(lfd);
 }
 
 // ---- local yardsticks of the shm backend ----------------------------------
