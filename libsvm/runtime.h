@@ -273,6 +273,15 @@ class Runtime final : public Host {
       WaitSlot(lock, t, spin_ns);
     }
   }
+  // Blocks until done(), a wait only other threads end (a join): meanwhile
+  // no barrier gathers for t (Node::WaitingElsewhere). REQUIRES: lock holds mu_.
+  template <typename Done>
+  void AwaitOthers(std::unique_lock<std::mutex>& lock, ThreadId t, Done done) {
+    node_->WaitingElsewhere(t, true);
+    Settle();
+    RunToCompletion(lock, t, [&] { return done() ? Outcome::kDone : Outcome::kBlocked; });
+    node_->WaitingElsewhere(t, false);
+  }
   // Waits until t is woken: spins up to spin_ns (kAdaptiveSpin: the slot's
   // budget) handling messages, then sleeps; runs one-sided completions and
   // the Node's polls meanwhile.

@@ -245,10 +245,7 @@ int Runtime::JoinThread(uint64_t h, void** value) {
     ThreadRecord* r = it->second.get();
     if (r->detached) return EINVAL;
     r->local_joiners.push_back(t);
-    node_->WaitingElsewhere(t, true);
-    Settle();
-    RunToCompletion(lock, t, [&] { return r->done ? Outcome::kDone : Outcome::kBlocked; });
-    node_->WaitingElsewhere(t, false);
+    AwaitOthers(lock, t, [&] { return r->done; });
     result = reinterpret_cast<uint64_t>(r->value);
     pthread_t thread = r->thread;
     void* stack = r->stack;
@@ -260,10 +257,7 @@ int Runtime::JoinThread(uint64_t h, void** value) {
   } else {
     joins_[h] = Pending{false, 0, t};
     SendMessage(node, JoinRequest{h});
-    node_->WaitingElsewhere(t, true);
-    Settle();
-    RunToCompletion(lock, t, [&] { return joins_[h].done ? Outcome::kDone : Outcome::kBlocked; });
-    node_->WaitingElsewhere(t, false);
+    AwaitOthers(lock, t, [&] { return joins_[h].done; });
     result = joins_[h].value;
     joins_.erase(h);
     lock.unlock();

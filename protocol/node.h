@@ -198,7 +198,7 @@ class Node {
                   bool* serial = nullptr);
   // Thread t waits for something only other threads can end (a condition, a
   // join; true), or runs again (false): a gathering barrier stops waiting
-  // for it.
+  // for it. (Waits at a lock or a barrier of this node's set it here.)
   void WaitingElsewhere(ThreadId t, bool waiting);
   // Thread t has exited: no barrier gathers for it, nor for the next thread
   // given its slot until that one takes part.
@@ -469,8 +469,6 @@ class Node {
   // Whether every thread b gathers for has arrived or waits elsewhere.
   bool Gathered(const BarrierState& bs) const;
   void ReportArrivals(BarrierId b, BarrierState& bs);
-  // t waits at a lock or barrier, or elsewhere (WaitingElsewhere), or not.
-  void SetElsewhere(ThreadId t, bool elsewhere);
   // Wakes t from a lock or barrier wait: it runs, a gathering barrier may
   // wait for it again.
   void WakeWaiter(ThreadId t) {

@@ -42,11 +42,11 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
     } else if (!bs.gathering || Gathered(bs)) {
       ReportArrivals(b, bs);
     }
-    SetElsewhere(t, true);  // other barriers gather for it no longer
+    WaitingElsewhere(t, true);  // other barriers gather for it no longer
   }
   if (bs.episode > *bs.waiting[t]) {
     bs.waiting[t].reset();
-    SetElsewhere(t, false);
+    WaitingElsewhere(t, false);
     if (serial && bs.serial == t) {
       *serial = true;
       bs.serial.reset();
@@ -85,15 +85,11 @@ void Node::ReportArrivals(BarrierId b, BarrierState& bs) {
   }
 }
 
-void Node::SetElsewhere(ThreadId t, bool elsewhere) {
-  if (elsewhere_[t] == uint8_t(elsewhere)) return;
-  elsewhere_[t] = elsewhere;
-  if (elsewhere && !gathering_.empty()) ReportReadyGathers();
-}
-
 void Node::WaitingElsewhere(ThreadId t, bool waiting) {
   assert(t < config_.threads);
-  SetElsewhere(t, waiting);
+  if (elsewhere_[t] == uint8_t(waiting)) return;
+  elsewhere_[t] = waiting;
+  if (waiting && !gathering_.empty()) ReportReadyGathers();
 }
 
 void Node::ThreadExited(ThreadId t) {
@@ -196,7 +192,7 @@ void Node::FinishRelease(BarrierRelease& m) {
   bool serial = m.serial;
   for (ThreadId t = 0; t < config_.threads; ++t) {
     bs.took_part[t] = bs.waiting[t] == episode;
-    if (bs.waiting[t] != episode) continue;
+    if (!bs.took_part[t]) continue;
     ApplyView(t, m.time);
     if (serial) {
       bs.serial = t;

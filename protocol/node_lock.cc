@@ -38,7 +38,7 @@ Node::Lock& Node::LockEntry(LockId l) {
 
 Outcome Node::Acquire(ThreadId t, LockId l) {
   const Outcome o = AcquireStep(t, l);
-  SetElsewhere(t, o == Outcome::kBlocked);  // a barrier gathering for t reports without it
+  WaitingElsewhere(t, o == Outcome::kBlocked);  // a barrier gathering for t reports without it
   return o;
 }
 
@@ -72,7 +72,7 @@ Outcome Node::AcquireStep(ThreadId t, LockId l) {
 bool Node::CancelAcquire(ThreadId t, LockId l) {
   Lock& lk = LockEntry(l);
   if (lk.held && lk.holder == t) return false;
-  SetElsewhere(t, false);
+  WaitingElsewhere(t, false);
   const bool oldest = !lk.waiters.empty() && lk.waiters.front().thread == t;
   std::erase_if(lk.waiters, [&](const Lock::Waiter& w) { return w.thread == t; });
   if (oldest) {

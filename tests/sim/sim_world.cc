@@ -220,12 +220,16 @@ void World::OnWake(NodeId node, ThreadId t) {
   if (th.state == State::kRunnable) th.wake_pending = true;
 }
 
-void World::Elsewhere(Thread& th, bool waiting) {
+void World::TellNode(Thread& th, const std::function<void(Node&, ThreadId)>& tell) {
   if (!config_.gather || failed_) return;
   calling_ = th.g;
-  nodes_[th.node]->WaitingElsewhere(th.t, waiting);
+  tell(*nodes_[th.node], th.t);
   calling_ = kNoThread;
   CheckContract();
+}
+
+void World::Elsewhere(Thread& th, bool waiting) {
+  TellNode(th, [waiting](Node& n, ThreadId t) { n.WaitingElsewhere(t, waiting); });
 }
 
 bool World::CheckContract() {
@@ -391,12 +395,7 @@ void World::StepLife(Thread& th, const Op& op) {
     case OpKind::kExit: {
       --live_;
       th.exited = true;
-      if (config_.gather) {  // as the runtime tells of a thread that ends
-        calling_ = th.g;
-        nodes_[th.node]->ThreadExited(th.t);
-        calling_ = kNoThread;
-        CheckContract();
-      }
+      TellNode(th, [](Node& n, ThreadId t) { n.ThreadExited(t); });  // as the runtime does
       auto it = joiners_.find(th.g);
       if (it != joiners_.end()) {
         for (uint32_t w : it->second) SetRunnable(threads_[w]);

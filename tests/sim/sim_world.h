@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -87,8 +88,11 @@ class World final : public WakeListener {
   void StepAcquire(Thread& th, const Op& op);
   void StepBarrier(Thread& th, const Op& op);
   void StepLife(Thread& th, const Op& op);
-  // Tells th's node that th waits for other threads where it cannot see
-  // (a join, a flag), or runs again, as the runtime does (gather).
+  // Under gather: tells th's node what the runtime would of th (tell gets
+  // the node and th's local id), checking the Host contract after.
+  void TellNode(Thread& th, const std::function<void(Node&, ThreadId)>& tell);
+  // ... that th waits for other threads where the node cannot see (a join,
+  // a flag), or runs again.
   void Elsewhere(Thread& th, bool waiting);
   void Deliver(Pair p);
   void DeliverOneSided(Pair p, Event& e);
