@@ -349,6 +349,7 @@ class Runtime final : public Host {
   bool LocalAtomicsMatchNic() const;
   static uint64_t LocalCas(uint64_t* word, uint64_t expected, uint64_t desired);
   void CompleteHere(std::unique_ptr<OneSided> op, uint64_t old);  // REQUIRES: mu_ held
+  bool PostClaimAhead(std::unique_ptr<OneSided>& op);  // REQUIRES: mu_ held
   // Takes the messages a peer's Nudge announced. REQUIRES: mu_ not held.
   void HeedNudge();
   // Before this thread re-takes l, just released, while Node::MayBeWanted

@@ -143,14 +143,14 @@ class Host {
   // reaches the Node.
   virtual void DropMarks(NodeId home, std::span<const PageId> pages) = 0;
 
-  // rf and up, first touch: CAS manager's HomeWord of the `ahead` pages
-  // after p from 0 to this node + 1 (a sweep's claim ahead, whatever p's
-  // fate), READ the HomeWord of pages (p, p + count), then CAS HomeWord(p)
-  // likewise, posted together in that order (ahead < count <= kMaxPageRun,
-  // p + count <= the end of the manager's block). `manager` may be this
-  // node; its CASes must then be atomic with its peers' NICs' CASes on the
-  // words too. Completes with Node::OnHomeClaimed: p's word's old value and
-  // the words read.
+  // rf and up, first touch: CAS manager's HomeWord(p) from 0 to this node
+  // + 1; if that won, CAS likewise the words of the pages after p that are
+  // free, up to `ahead` of them and to the first another node holds (a
+  // sweep's claim ahead: a lost claim takes none); then READ the HomeWords
+  // of pages (p, p + count) (ahead < count <= kMaxPageRun, p + count <= the
+  // end of the manager's block). `manager` may be this node; its CASes must
+  // then be atomic with its peers' NICs' CASes on the words too. Completes
+  // with Node::OnHomeClaimed: p's word's old value and the words read.
   virtual void ClaimHome(NodeId manager, PageId p, uint32_t count, uint32_t ahead) = 0;
 
   // dd: WRITE each run of `runs` (diff.h encoding) into home's Frame(p), then

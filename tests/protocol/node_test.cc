@@ -2109,17 +2109,19 @@ NodeConfig FirstTouchConfig(Mode mode, NodeId self) {
   return c;
 }
 
-// The manager's NIC serving a claim the way the runtime posts it: the CASes
-// of the words ahead, the words after p read, then the CAS of p's word from
-// 0 to the claimant.
+// The manager's NIC serving a claim as Host::ClaimHome promises: the CAS of
+// p's word from 0 to the claimant; if it won, those of the free words ahead
+// up to the first taken; then the words after p read.
 std::pair<uint64_t, std::vector<uint64_t>> ServeClaim(MemoryHost& manager, NodeId claimant,
                                                       const ModeHost::ClaimCall& c) {
-  for (PageId q = c.page + 1; q <= c.page + c.ahead; ++q)
-    if (manager.HomeWord(q) == 0) manager.HomeWord(q) = claimant + 1;
+  const uint64_t old = manager.HomeWord(c.page);
+  if (old == 0) {
+    manager.HomeWord(c.page) = claimant + 1;
+    for (PageId q = c.page + 1; q <= c.page + c.ahead && manager.HomeWord(q) == 0; ++q)
+      manager.HomeWord(q) = claimant + 1;
+  }
   std::vector<uint64_t> following;
   for (PageId q = c.page + 1; q < c.page + c.count; ++q) following.push_back(manager.HomeWord(q));
-  const uint64_t old = manager.HomeWord(c.page);
-  if (old == 0) manager.HomeWord(c.page) = claimant + 1;
   return {old, following};
 }
 

@@ -269,11 +269,12 @@ void SimHost::ServeDeposit(NodeId writer, WriteNotice notice) {
 void SimHost::ServeHomeClaim(NodeId claimant, PageId p, uint32_t count, uint32_t ahead, Event* done) {
   done->kind = EventKind::kHomeClaimed;
   done->page = p;
-  for (PageId q = p + 1; q <= p + ahead; ++q)
-    if (home_words_[q] == 0) home_words_[q] = uint64_t(claimant) + 1;
-  for (PageId q = p + 1; q < p + count; ++q) done->words.push_back(home_words_[q]);
   done->word = home_words_[p];
-  if (home_words_[p] == 0) home_words_[p] = uint64_t(claimant) + 1;
+  if (done->word == 0) {
+    home_words_[p] = uint64_t(claimant) + 1;
+    for (PageId q = p + 1; q <= p + ahead && home_words_[q] == 0; ++q) home_words_[q] = uint64_t(claimant) + 1;
+  }
+  for (PageId q = p + 1; q < p + count; ++q) done->words.push_back(home_words_[q]);
 }
 
 NodeId SimHost::ServeLockSwap(NodeId requester, LockId l) {
