@@ -2217,6 +2217,36 @@ TEST(NodeModeTest, FirstTouchSweepClaimsAheadByCas) {
   for (PageId p = 0; p < 8; ++p) EXPECT_EQ(h.HomeWord(p), 1u) << p;
 }
 
+// A sweep's claim takes pages ahead only once it has won, and only up to
+// the first another node holds: the pages after it stay free for the node
+// that touches them first (taken, they were diffed to the sweeper every
+// interval by their writer).
+TEST(NodeModeTest, FirstTouchClaimAheadNeedsAWonClaimAndStopsAtAHeldPage) {
+  for (const PageId held : {PageId{4}, PageId{5}}) {
+    SCOPED_TRACE(held);
+    ModeHost h(2);
+    h.HomeWord(held) = 2;  // node 1 touched it first
+    Node n(FirstTouchConfig(Mode::kRf, 0), &h);
+    for (PageId p = 0; p < 4; ++p) {
+      if (h.prot(p) == Prot::kReadWrite) continue;
+      ASSERT_EQ(n.Fault(0, p, Access::kWrite), Outcome::kBlocked) << p;
+      auto [old, following] = ServeClaim(h, 0, h.claims.back());
+      ASSERT_TRUE(n.OnHomeClaimed(p, old, following).ok());
+      ASSERT_EQ(n.Fault(0, p, Access::kWrite), Outcome::kDone) << p;
+    }
+    // The sweep goes on at page 4, asking for 3 ahead (as in the test above).
+    ASSERT_EQ(n.Fault(0, 4, Access::kWrite), Outcome::kBlocked);
+    ASSERT_EQ(h.claims.back(), (ModeHost::ClaimCall{1, 4, 4, 3}));
+    auto [old, following] = ServeClaim(h, 0, h.claims.back());
+    ASSERT_TRUE(n.OnHomeClaimed(4, old, following).ok());
+    EXPECT_EQ(h.HomeWord(4), held == 4 ? 2u : 1u);  // lost, or won with nothing free after it
+    for (PageId q = 6; q < 8; ++q) EXPECT_EQ(h.HomeWord(q), 0u) << q;
+    // Page 6 is claimed when touched, and won.
+    ASSERT_EQ(n.Fault(0, 6, Access::kWrite), Outcome::kBlocked);
+    EXPECT_EQ(h.claims.back().page, 6u);
+  }
+}
+
 // Two nodes claim one page at once: the first CAS wins; the other finds the
 // winner and reads the page from it.
 TEST(NodeModeTest, FirstTouchConcurrentClaimsAgreeOnTheFirst) {
