@@ -84,7 +84,7 @@ struct Runtime::OneSided {
   uint32_t probes = 0;
   uint64_t expected = 0;  // kTailSwap: the word's value the CAS expects
   uint32_t ahead = 0;     // kHomeClaim: the pages after page to claim once it is won
-  bool won = false;       // kHomeClaim: page's CAS won; the CASes ahead were posted
+  bool won = false;       // kHomeClaim: page's CAS won; its claims ahead made or posted
   std::vector<uint8_t, UninitAllocator<uint8_t>> buf;
   IntervalId interval = 0;
 };

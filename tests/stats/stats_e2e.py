@@ -124,10 +124,10 @@ else:
 # ahead only when they win, and only up to a page another node holds
 # (claim_ahead.c). Taking them whatever the claim's fate gave node 0 23 of
 # node 1's pages, which node 1 then diffed every round (1,173 diffs).
-ROUNDS = 50
+CLAIM_ROUNDS = 50
 c_args = argparse.Namespace(**{**vars(args), "program": args.claim_program})
 pc, outc = e2e.run_stats(c_args, "stats_e2e_claim", ["-n", "2", "-t", "1", "--mode", "rf", "--transport", "shm"],
-                         [str(ROUNDS)])
+                         [str(CLAIM_ROUNDS)])
 check("claim: svmrun exits 0 and the program says ok", pc.returncode == 0 and pc.stdout.startswith("ok"),
       "rc %d, stdout %r, stderr %r" % (pc.returncode, pc.stdout, pc.stderr))
 if os.path.exists(outc):
