@@ -194,6 +194,7 @@ Status Runtime::OpenHeap() {
     return static_cast<Runtime*>(ctx)->ClaimHeap(bytes, limit, offset);
   };
   ho.claim_ctx = this;
+  ho.mark_block_ends = opts_.nodes > 1 && opts_.home == HomePolicy::kFirstTouch;
   if (const char* why = alloc::Heap::CheckOptions(ho))
     return Status::InvalidArgument(fmt::format("shared heap: {}", why));
   heap_ = std::make_unique<alloc::Heap>(ho);

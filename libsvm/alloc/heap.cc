@@ -81,7 +81,7 @@ Heap::Heap(const HeapOptions& o) : opts_(o) {
   }
   void* mem = MapPrivate(AlignUp(sizeof(PageHeap), kPage));
   if (mem == nullptr) Fatal("out of private memory for allocator metadata");
-  large_ = new (mem) PageHeap(self_);
+  large_ = new (mem) PageHeap(self_, o.mark_block_ends);
   id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
   LockGuard g(g_registry_mu);
   for (Heap*& slot : g_registry) {

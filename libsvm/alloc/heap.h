@@ -57,6 +57,13 @@ struct HeapOptions {
   // Pages of the region never handed out read as zero, so calloc of a fresh
   // large block needs no memset (and touches no page).
   bool region_zeroed = true;
+  // Under first touch on several nodes a sweep through fresh memory claims
+  // the pages after it too, up to the first page with a home, and may so
+  // take pages past the end of its block that another node's next block
+  // gets (ocean: 24 pages, diffed every interval). Set, the heap reads the
+  // page after a large block as it hands the block out, when that page is
+  // where its next block's header goes: one more page, homed here.
+  bool mark_block_ends = false;
 };
 
 inline constexpr uint32_t kNoOwner = UINT32_MAX;

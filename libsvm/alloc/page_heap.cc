@@ -6,8 +6,9 @@
 
 namespace svm::alloc {
 
-PageHeap::PageHeap(uint32_t owner)
+PageHeap::PageHeap(uint32_t owner, bool mark_ends)
     : owner_(owner),
+      mark_ends_(mark_ends),
       free_by_addr_(MetaAllocator<Pair>(&arena_)),
       free_by_size_(MetaAllocator<std::pair<size_t, uintptr_t>>(&arena_)),
       live_(MetaAllocator<Pair>(&arena_)),
@@ -78,6 +79,11 @@ void* PageHeap::Carve(uintptr_t start, size_t len, size_t bytes, size_t align, b
   h->check = kLargeMagic ^ block;
   h->usable = bytes;
   h->owner = owner_;
+  // The page after the block, if free here and never handed out, is where
+  // the next block carved from that extent has its header: read now, it is
+  // homed here before a sweep through this block can claim past its end.
+  if (mark_ends_ && start + len > end && !Used(end, end + kPage))
+    (void)*reinterpret_cast<volatile const uint8_t*>(end);
   return reinterpret_cast<void*>(block);
 }
 

@@ -25,8 +25,8 @@ namespace svm::alloc {
 
 class PageHeap {
  public:
-  // Blocks' headers name `owner`.
-  explicit PageHeap(uint32_t owner);
+  // Blocks' headers name `owner`. mark_ends: see HeapOptions::mark_block_ends.
+  explicit PageHeap(uint32_t owner, bool mark_ends = false);
   PageHeap(const PageHeap&) = delete;
   PageHeap& operator=(const PageHeap&) = delete;
 
@@ -67,6 +67,7 @@ class PageHeap {
 
   FutexLock mu_;
   const uint32_t owner_;
+  const bool mark_ends_;
   MetaArena arena_;
   ByAddr free_by_addr_;  // start -> length
   BySize free_by_size_;  // (length, start)

@@ -125,5 +125,37 @@ TEST(PageHeapChunks, ChunksJoinWhenAdjacentAndStayFreshUntilUsed) {
   EXPECT_EQ(h.FreeBytes(), 6 * kMiB);
 }
 
+// Under first touch a read of the page after a fresh block homes it at
+// the allocating node, ending a sweep's claims ahead at the block's end
+// (HeapOptions::mark_block_ends). That page is the next block's header.
+TEST(PageHeapMarks, FreshBlocksMarkThePageAfterThemWhereTheNextHeaderGoes) {
+  testing::TestRegion region(16 * kMiB);
+  ASSERT_TRUE(region.ok());
+  PageHeap plain(0);
+  PageHeap marking(0, /*mark_ends=*/true);
+  plain.Add(region.base(), 8 * kMiB);
+  marking.Add(region.base() + 8 * kMiB, 8 * kMiB);
+  bool fresh;
+  auto p = reinterpret_cast<uintptr_t>(plain.Allocate(100000, kPage, &fresh));
+  const uintptr_t p_end = p + AlignUp(100000, kPage);
+  EXPECT_EQ(testing::ResidentPages(reinterpret_cast<void*>(p_end), kPage), 0u);
+
+  auto a = reinterpret_cast<uintptr_t>(marking.Allocate(100000, kPage, &fresh));
+  ASSERT_TRUE(fresh);
+  const uintptr_t a_end = a + AlignUp(100000, kPage);
+  EXPECT_EQ(testing::ResidentPages(reinterpret_cast<void*>(a_end), kPage), 1u);
+  EXPECT_EQ(testing::ResidentPages(reinterpret_cast<void*>(a_end + kPage), kPage), 0u);
+  auto b = reinterpret_cast<uintptr_t>(marking.Allocate(3 * kPage, kPage, &fresh));
+  EXPECT_EQ(b, a_end + kPage);  // its header on the page marked
+  EXPECT_EQ(testing::ResidentPages(reinterpret_cast<void*>(b + 3 * kPage), kPage), 1u);
+
+  // A block that ends its extent reads nothing past it.
+  const size_t left = marking.FreeBytes();
+  auto c = reinterpret_cast<uintptr_t>(marking.Allocate(left - kPage, kPage, &fresh));
+  ASSERT_NE(c, 0u);
+  EXPECT_EQ(c + left - kPage, region.base() + 16 * kMiB);
+  EXPECT_EQ(marking.FreeBytes(), 0u);
+}
+
 }  // namespace
 }  // namespace svm::alloc
