@@ -6,9 +6,13 @@
 //   barrier                    a protocol barrier; the count lives in the
 //                              object (written by init, shared memory)
 //   condition variable         a sequence number in the object, guarded by
-//                              a protocol lock of its own; waiters poll it
-//                              with back-off and are woken at once by a
-//                              signal from their own node
+//                              a protocol lock of its own; waiters sleep,
+//                              each on a word of its own, and mark their
+//                              node in the object's mask of waiting nodes:
+//                              a signal wakes one waiter of its own node or
+//                              sends one waiting node a wake-up (there, all
+//                              waiters of the object return; POSIX allows
+//                              the spurious ones). Nothing polls.
 //   semaphore                  its value in the object, under a lock of its
 //                              own; waiters as for condition variables
 //   once                       a protocol lock around the control word
