@@ -110,7 +110,7 @@ NoticeRings::NoticeRings(const NoticeRingOptions& options, nic::Nic* nic)
       head_shadow_(new uint64_t[options.nodes]()),
       partial_(options.nodes) {
   assert(opt_.ring_bytes % 8 == 0 && opt_.ring_bytes >= 64);
-  deposit_bytes_ = opt_.nodes * SlotBytes();
+  deposit_bytes_ = RingsOffset() + uint64_t(opt_.nodes) * opt_.ring_bytes;
   heads_bytes_ = opt_.nodes * sizeof(uint64_t);
   deposit_ = static_cast<uint8_t*>(MapZeroed("svm-notice-rings", deposit_bytes_, &deposit_mem_));
   heads_ = static_cast<uint64_t*>(MapZeroed("svm-notice-heads", heads_bytes_, &heads_mem_));
@@ -125,11 +125,14 @@ nic::MemoryRegion NoticeRings::HeadsRegion() const {
   return {opt_.heads_region, heads_, heads_bytes_, heads_mem_.fd(), 0};
 }
 
-uint64_t& NoticeRings::Tail(NodeId writer) {
-  return *reinterpret_cast<uint64_t*>(deposit_ + writer * SlotBytes());
+uint64_t NoticeRings::RingsOffset() const {
+  constexpr uint64_t kPage = 4096;
+  return (uint64_t(opt_.nodes) * sizeof(uint64_t) + kPage - 1) / kPage * kPage;
 }
+
+uint64_t& NoticeRings::Tail(NodeId writer) const { return reinterpret_cast<uint64_t*>(deposit_)[writer]; }
 uint64_t& NoticeRings::HeadOf(NodeId target) { return heads_[target]; }
-uint8_t* NoticeRings::Ring(NodeId writer) { return deposit_ + writer * SlotBytes() + kRingOffset; }
+uint8_t* NoticeRings::Ring(NodeId writer) { return deposit_ + RingsOffset() + uint64_t(writer) * opt_.ring_bytes; }
 
 Status NoticeRings::Deposit(const WriteNotice& notice) {
   const std::vector<uint8_t> bytes = EncodeNotice(notice);
@@ -177,22 +180,22 @@ Status NoticeRings::PostRecord(NodeId target, const uint8_t* payload, uint32_t l
   const uint64_t ring = opt_.ring_bytes;
   const uint64_t at = tail_[target] % ring;
   out->tail = tail_[target] + size;
-  const uint64_t slot = uint64_t(opt_.self) * SlotBytes();
+  const uint64_t ring_at = RingsOffset() + uint64_t(opt_.self) * ring;
   const uint64_t id = next_wr_++;
 
   nic::WorkRequest wrs[3];
   size_t n = 0;
   const uint32_t first = uint32_t(std::min<uint64_t>(size, ring - at));
   nic::Sge a{out->record.data(), first};
-  wrs[n] = nic::WorkRequest::Write(target, opt_.deposit_region, slot + kRingOffset + at, {&a, 1}, id);
+  wrs[n] = nic::WorkRequest::Write(target, opt_.deposit_region, ring_at + at, {&a, 1}, id);
   wrs[n++].signaled = false;
   nic::Sge b{out->record.data() + first, size - first};
   if (first < size) {
-    wrs[n] = nic::WorkRequest::Write(target, opt_.deposit_region, slot + kRingOffset, {&b, 1}, id);
+    wrs[n] = nic::WorkRequest::Write(target, opt_.deposit_region, ring_at, {&b, 1}, id);
     wrs[n++].signaled = false;
   }
   nic::Sge t{&out->tail, sizeof(out->tail)};
-  wrs[n++] = nic::WorkRequest::Write(target, opt_.deposit_region, slot, {&t, 1}, id);
+  wrs[n++] = nic::WorkRequest::Write(target, opt_.deposit_region, uint64_t(opt_.self) * sizeof(uint64_t), {&t, 1}, id);
   while (true) {
     Status st = nic_->Post(&out_cq_, {wrs, n});
     if (st.ok()) break;
@@ -267,8 +270,7 @@ bool NoticeRings::Pending() const {
   if (has_ready_.load(std::memory_order_relaxed)) return true;
   for (NodeId w = 0; w < opt_.nodes; ++w) {
     if (w == opt_.self) continue;
-    const uint64_t tail = std::atomic_ref<uint64_t>(
-        *reinterpret_cast<uint64_t*>(deposit_ + w * SlotBytes())).load(std::memory_order_acquire);
+    const uint64_t tail = std::atomic_ref<uint64_t>(Tail(w)).load(std::memory_order_acquire);
     if (tail != drained_[w].load(std::memory_order_relaxed)) return true;
   }
   return false;

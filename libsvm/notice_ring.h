@@ -1,9 +1,12 @@
 // NoticeRings: write notices deposited by remote WRITE (modes dw and up).
 //
 // Every node exports two regions to its peers' NICs:
-//   deposit area  one slot per writer node w, at w * SlotBytes():
-//                   [0, 8)        tail: bytes w ever wrote into the ring (u64)
-//                   [64, 64 + R)  the ring, R = ring_bytes
+//   deposit area  [w * 8, w * 8 + 8)  writer w's tail: bytes it ever wrote
+//                                     into its ring here (u64)
+//                 from RingsOffset(), one ring of R = ring_bytes per writer,
+//                 w's at RingsOffset() + w * R
+//                 (The tails side by side: a look for deposits loads a cache
+//                 line per 8 writers, not a page per writer.)
 //   heads area    one u64 per target node t, at t * 8: how many bytes of this
 //                 node's ring at t that t has consumed (t writes it back).
 // A writer appends records to its ring at each target by remote WRITE: the
@@ -52,7 +55,6 @@ struct NoticeRingOptions {
 
 class NoticeRings {
  public:
-  static constexpr uint32_t kRingOffset = 64;  // ring bytes start here in a slot
   static constexpr uint32_t kRecordHeader = 8;
   static constexpr uint32_t kLastFragment = 1;
 
@@ -62,7 +64,8 @@ class NoticeRings {
   NoticeRings(const NoticeRings&) = delete;
   NoticeRings& operator=(const NoticeRings&) = delete;
 
-  uint64_t SlotBytes() const { return kRingOffset + opt_.ring_bytes; }
+  // Where the rings start in the deposit area: after the tails, a page on.
+  uint64_t RingsOffset() const;
   // The two regions to register with the Nic before it connects.
   nic::MemoryRegion DepositRegion() const;
   nic::MemoryRegion HeadsRegion() const;
@@ -90,7 +93,7 @@ class NoticeRings {
  private:
   struct Outgoing;  // a record's bytes and its tail word, alive until done
 
-  uint64_t& Tail(NodeId writer);      // in the deposit area (written by the NIC)
+  uint64_t& Tail(NodeId writer) const;  // in the deposit area (written by the NIC)
   uint64_t& HeadOf(NodeId target);    // in the heads area (written by the NIC)
   uint8_t* Ring(NodeId writer);
   // Posts one record of `payload` to target. REQUIRES: fits the free space.
@@ -101,7 +104,7 @@ class NoticeRings {
   NoticeRingOptions opt_;
   nic::Nic* nic_;
   SharedMemory deposit_mem_, heads_mem_;
-  uint8_t* deposit_ = nullptr;  // nodes * SlotBytes(), in deposit_mem_
+  uint8_t* deposit_ = nullptr;  // RingsOffset() + nodes * ring_bytes, in deposit_mem_
   uint64_t* heads_ = nullptr;   // nodes words, in heads_mem_
   size_t deposit_bytes_ = 0, heads_bytes_ = 0;
 

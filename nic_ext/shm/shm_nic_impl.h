@@ -179,6 +179,7 @@ class ShmNicImpl final : public ShmNic {
   bool Progress();        // one round of everything below; true if it did something
   bool Drain();           // our rings -> recv_queue()
   bool FlushBacklogs();
+  void SetBacklog(Peer& p, bool on);
   bool GrantLocks();
   bool SkipAbandoned();
   bool WorkVisible();     // cheap: would Progress find something?
@@ -190,6 +191,7 @@ class ShmNicImpl final : public ShmNic {
   void WakeSelf();
   bool MessagesWaiting();
   void NoteGone(NodeId node);  // a peer shut down or died
+  Status WatchLinks();  // after Connect: links_epoll_
   void CheckLinks();
   void NicThread();
 
@@ -211,6 +213,7 @@ class ShmNicImpl final : public ShmNic {
   std::vector<LockWait> waits_;
   std::vector<std::pair<NodeId, LockNo>> held_;  // granted here, not yet unlocked
   std::vector<Abandoned> skip_;  // tickets of gone peers still queued somewhere
+  std::atomic<uint32_t> backlogs_{0};  // peers with has_backlog: none, no look at each
   std::atomic<size_t> waits_count_{0};
   std::atomic<size_t> skip_count_{0};
 
@@ -218,7 +221,9 @@ class ShmNicImpl final : public ShmNic {
   std::shared_ptr<Driver> recv_driver_;  // on recv_queue()
   std::thread nic_thread_;
   std::atomic<bool> stop_{false};
-  int64_t links_checked_ms_ = 0;  // NIC thread only
+  // Every peer's link, watched for EOF: a look at all of them is one call
+  // that returns only the closed ones (256 nodes: 255 polls a look before).
+  svmd::UniqueFd links_epoll_;
 
   std::atomic<uint64_t> n_remote_{0}, n_sends_{0}, n_wakeups_{0}, n_drained_{0};
 };

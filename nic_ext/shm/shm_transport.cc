@@ -1,6 +1,7 @@
 // Shm transport, control path: the control file, the unix socket, the key
 // proof and the offers that hand each peer our memory files.
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -149,10 +150,24 @@ Status ShmNicImpl::Connect(std::span<const std::string> addresses) {
   Status acc = accepted.get();
   if (st.ok()) st = acc;
   listener_.reset();
+  if (st.ok()) st = WatchLinks();
   if (!st.ok()) return st;
   bell(self()).pollers.store(1, std::memory_order_seq_cst);  // the NIC thread, awake
   recv_queue().set_driver(recv_driver_);
   nic_thread_ = std::thread([this] { NicThread(); });
+  return Status::Ok();
+}
+
+Status ShmNicImpl::WatchLinks() {
+  links_epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  if (!links_epoll_.valid()) return Sys("epoll_create1");
+  for (NodeId k = 0; k < num_nodes(); ++k) {
+    if (k == self() || !peers_[k].link.valid()) continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u32 = k;
+    if (epoll_ctl(links_epoll_.get(), EPOLL_CTL_ADD, peers_[k].link.get(), &ev) != 0) return Sys("epoll_ctl");
+  }
   return Status::Ok();
 }
 

@@ -9,7 +9,7 @@
 // sequentially consistent operations, so one of them always sees the other.
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -185,18 +185,26 @@ void ShmNicImpl::FlushLocked(Peer& p) {
     if (p.backlog_at == p.backlog.size()) {
       p.backlog.clear();
       p.backlog_at = 0;
-      p.has_backlog.store(false, std::memory_order_relaxed);
+      SetBacklog(p, false);
       h.sender_waits.store(0, std::memory_order_relaxed);
       return;
     }
-    p.has_backlog.store(true, std::memory_order_relaxed);
+    SetBacklog(p, true);
     if (round > 0) return;
     h.sender_waits.store(1, std::memory_order_seq_cst);
   }
 }
 
+// REQUIRES: p.send_mu.
+void ShmNicImpl::SetBacklog(Peer& p, bool on) {
+  if (p.has_backlog.load(std::memory_order_relaxed) == on) return;
+  p.has_backlog.store(on, std::memory_order_relaxed);
+  backlogs_.fetch_add(on ? 1 : -1, std::memory_order_relaxed);
+}
+
 bool ShmNicImpl::FlushBacklogs() {
   bool did = false;
+  if (backlogs_.load(std::memory_order_relaxed) == 0) return false;
   for (NodeId k = 0; k < num_nodes(); ++k) {
     Peer& p = peers_[k];
     if (!p.has_backlog.load(std::memory_order_relaxed) || gone(k)) continue;
@@ -402,7 +410,8 @@ bool ShmNicImpl::WorkVisible() {
     RingHead& h = *layout_.head(own, s);
     if (h.tail.load(std::memory_order_seq_cst) != h.head.load(std::memory_order_relaxed)) return true;
     Peer& p = peers_[s];
-    if (p.has_backlog.load(std::memory_order_relaxed) && p.control != nullptr) {
+    if (backlogs_.load(std::memory_order_relaxed) != 0 && p.has_backlog.load(std::memory_order_relaxed) &&
+        p.control != nullptr) {
       RingHead& theirs = *layout_.head(p.control, self());
       if (theirs.tail.load(std::memory_order_relaxed) - theirs.head.load(std::memory_order_seq_cst) <
           layout_.ring_bytes)
@@ -514,17 +523,19 @@ void ShmNicImpl::NoteGone(NodeId node) {
 // (the process died).
 void ShmNicImpl::CheckLinks() {
   for (NodeId k = 0; k < num_nodes(); ++k) {
+    if (k != self() && !gone(k) && peers_[k].control != nullptr && bell(k).gone.load(std::memory_order_acquire) != 0)
+      NoteGone(k);
+  }
+  if (!links_epoll_.valid()) return;
+  epoll_event ready[16];
+  const int n = epoll_wait(links_epoll_.get(), ready, int(std::size(ready)), 0);
+  for (int i = 0; i < n; ++i) {
+    const NodeId k = ready[i].data.u32;
     Peer& p = peers_[k];
-    if (k == self() || gone(k) || p.control == nullptr) continue;
-    bool lost = bell(k).gone.load(std::memory_order_acquire) != 0;
-    if (!lost && p.link.valid()) {
-      pollfd f{p.link.get(), POLLIN, 0};
-      if (poll(&f, 1, 0) > 0) {
-        char c;
-        lost = read(p.link.get(), &c, 1) <= 0;
-      }
-    }
-    if (lost) NoteGone(k);
+    char c;
+    if (read(p.link.get(), &c, 1) > 0) continue;  // a byte, not the end
+    epoll_ctl(links_epoll_.get(), EPOLL_CTL_DEL, p.link.get(), nullptr);
+    NoteGone(k);
   }
 }
 
