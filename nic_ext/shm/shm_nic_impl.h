@@ -33,18 +33,24 @@ struct alignas(64) Bell {
   std::atomic<uint32_t> seq;         // futex word, bumped by whoever wakes the node
   std::atomic<uint32_t> pollers;     // threads draining the rings now: no wake needed
   std::atomic<uint32_t> lock_waits;  // this node's LOCKs queued at some target
-  std::atomic<uint32_t> gone;        // the node shut down
-  std::atomic<uint32_t> abandoned;   // entries of its Abandoned table
   // The receive queue's consumer sleeping on its own (QueueDriver::Sleep):
   // a message is a reason to wake it rather than the NIC thread.
   std::atomic<uint32_t> recv_seq;       // its futex word
   std::atomic<uint32_t> recv_sleepers;
   std::atomic<uint32_t> recv_waiters;   // of recv_sleepers, kWaiters: woken first
+
+  // Written once, read by peers now and then: a line of their own, not
+  // bounced by the wake-up words above.
+  alignas(64) std::atomic<uint32_t> gone;  // the node shut down
+  std::atomic<uint32_t> abandoned;         // entries of its Abandoned table
 };
 
 struct alignas(64) RingHead {
   std::atomic<uint64_t> tail;  // bytes the sender has put in the ring, ever
-  char pad0[56];
+  // The sender shut down (as its Bell says): set before that, and read by
+  // every operation here for that sender, in this node's own memory.
+  std::atomic<uint32_t> sender_gone;
+  char pad0[52];
   std::atomic<uint64_t> head;  // bytes the receiver has taken out, ever
   std::atomic<uint32_t> sender_waits;  // the sender holds a backlog: wake it on room
 };
@@ -225,7 +231,12 @@ class ShmNicImpl final : public ShmNic {
   // that returns only the closed ones (256 nodes: 255 polls a look before).
   svmd::UniqueFd links_epoll_;
 
-  std::atomic<uint64_t> n_remote_{0}, n_sends_{0}, n_wakeups_{0}, n_drained_{0};
+  // Counted by different threads (the program's, the handler, the NIC
+  // thread): a line each.
+  alignas(64) std::atomic<uint64_t> n_remote_{0};
+  alignas(64) std::atomic<uint64_t> n_sends_{0};
+  alignas(64) std::atomic<uint64_t> n_wakeups_{0};
+  alignas(64) std::atomic<uint64_t> n_drained_{0};
 };
 
 }  // namespace svm::nic::shm
