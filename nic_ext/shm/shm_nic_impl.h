@@ -3,9 +3,6 @@
 //
 // A node's control file (its own memfd, mapped by every peer):
 //   Bell               the node's futex word and who is watching its rings
-//   news[(n + 63)/64]  a bit per sender that put bytes in its ring since we
-//                      last looked: a look for messages reads these words,
-//                      not a RingHead per sender
 //   RingHead[n]        one per sender: bytes written (sender), consumed (us)
 //   ring data[n]       ring_bytes each, a byte stream of [u32 length][bytes]
 //   LockWord[kMaxLocks] the lock table this node serves (ticket locks)
@@ -74,15 +71,11 @@ inline constexpr uint32_t kLengthBytes = 4;  // the length before each message
 struct Layout {
   uint32_t nodes = 0;
   uint32_t ring_bytes = 0;
-  size_t news = 0, heads = 0, data = 0, locks = 0, abandoned = 0, bytes = 0;
+  size_t heads = 0, data = 0, locks = 0, abandoned = 0, bytes = 0;
 
   static Layout For(uint32_t nodes, uint32_t ring_bytes);
 
   Bell* bell(uint8_t* c) const { return reinterpret_cast<Bell*>(c); }
-  uint32_t news_words() const { return (nodes + 63) / 64; }
-  std::atomic<uint64_t>* news_word(uint8_t* c, uint32_t i) const {
-    return reinterpret_cast<std::atomic<uint64_t>*>(c + news) + i;
-  }
   RingHead* head(uint8_t* c, NodeId sender) const {
     return reinterpret_cast<RingHead*>(c + heads) + sender;
   }
@@ -202,10 +195,7 @@ class ShmNicImpl final : public ShmNic {
   void WakeRecvSleeper();  // the consumer asleep in Driver::Sleep, if any
   void WakeRecv(Bell& b);  // one sleeper in Driver::Sleep on b, a kWaiter first
   void WakeSelf();
-  bool MessagesWaiting();  // a sender's bit in our news
-  bool DrainRing(NodeId sender);
-  // After a sender's tail moved in p's ring for us: sets our bit in p's news.
-  void Announce(Peer& p);
+  bool MessagesWaiting();
   void NoteGone(NodeId node);  // a peer shut down or died
   Status WatchLinks();  // after Connect: links_epoll_
   void CheckLinks();

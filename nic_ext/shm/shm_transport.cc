@@ -96,8 +96,7 @@ Layout Layout::For(uint32_t nodes, uint32_t ring_bytes) {
   Layout l;
   l.nodes = nodes;
   l.ring_bytes = ring_bytes;
-  l.news = sizeof(Bell);
-  l.heads = l.news + (size_t(l.news_words()) * sizeof(uint64_t) + 63) / 64 * 64;
+  l.heads = sizeof(Bell);
   l.data = l.heads + sizeof(RingHead) * nodes;
   l.locks = l.data + size_t(ring_bytes) * nodes;
   l.abandoned = l.locks + sizeof(LockWord) * kMaxLocks;

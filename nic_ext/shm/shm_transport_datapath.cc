@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -164,7 +163,6 @@ WcStatus ShmNicImpl::Send(Peer& p, NodeId to, const WorkRequest& wr) {
     put(length, sizeof(length));
     for (uint32_t i = 0; i < wr.num_sge; ++i) put(wr.sge[i].addr, wr.sge[i].length);
     h.tail.store(tail, std::memory_order_seq_cst);
-    Announce(p);
     if (p.backlog.size() > p.backlog_at) FlushLocked(p);
   }
   WakeForMessage(to);
@@ -185,7 +183,6 @@ void ShmNicImpl::FlushLocked(Peer& p) {
     if (n > 0) {
       CopyIn(ring, size, tail, p.backlog.data() + p.backlog_at, n);
       h.tail.store(tail + n, std::memory_order_seq_cst);
-      Announce(p);
       p.backlog_at += n;
     }
     if (p.backlog_at == p.backlog.size()) {
@@ -228,15 +225,6 @@ bool ShmNicImpl::FlushBacklogs() {
   return did;
 }
 
-// The bit stays set until the receiver takes it (Drain's exchange); seen
-// set after the tail's store, it is the receiver's to take after that
-// store too, so the look before the RMW loses nothing.
-void ShmNicImpl::Announce(Peer& p) {
-  std::atomic<uint64_t>& w = *layout_.news_word(p.control, self() / 64);
-  const uint64_t bit = uint64_t{1} << (self() % 64);
-  if ((w.load(std::memory_order_seq_cst) & bit) == 0) w.fetch_or(bit, std::memory_order_seq_cst);
-}
-
 // Takes what senders put in this node's rings. A sender is trusted no
 // further than the ring's bounds: a stream that claims more bytes than the
 // ring holds, or a message over kMaxMessage, cuts that peer off.
@@ -244,50 +232,40 @@ bool ShmNicImpl::Drain() {
   std::unique_lock<std::mutex> l(drain_mu_, std::try_to_lock);
   if (!l) return false;
   uint8_t* own = peers_[self()].control;
+  const uint32_t size = layout_.ring_bytes;
   bool did = false;
-  for (uint32_t i = 0; i < layout_.news_words(); ++i) {
-    std::atomic<uint64_t>& word = *layout_.news_word(own, i);
-    if (word.load(std::memory_order_relaxed) == 0) continue;
-    for (uint64_t bits = word.exchange(0, std::memory_order_seq_cst); bits != 0; bits &= bits - 1) {
-      const NodeId s = i * 64 + NodeId(std::countr_zero(bits));
-      if (s < num_nodes() && s != self()) did |= DrainRing(s);
+  for (NodeId s = 0; s < num_nodes(); ++s) {
+    if (s == self()) continue;
+    RingHead& h = *layout_.head(own, s);
+    const uint64_t tail = h.tail.load(std::memory_order_acquire);
+    uint64_t head = h.head.load(std::memory_order_relaxed);
+    if (tail == head) continue;
+    Peer& p = peers_[s];
+    if (tail - head > size || gone(s)) {
+      if (!gone(s)) spdlog::error("shm: node {}: node {}'s ring claims {} bytes; cutting it off", self(), s, tail - head);
+      h.head.store(tail, std::memory_order_release);
+      NoteGone(s);
+      continue;
     }
+    const RingReader::Result r = p.reader.Read(
+        layout_.ring(own, s), size, &head, tail, s,
+        [&](Message&& m) {
+          recv_queue().Push(std::move(m));
+          n_drained_.fetch_add(1, std::memory_order_relaxed);
+        },
+        [this](size_t need) { return RecvBuffer(need); });
+    if (r == RingReader::Result::kTooLong) {
+      spdlog::error("shm: node {}: a message of {} bytes from node {} (at most {}); cutting it off", self(),
+                    p.reader.want(), s, kMaxMessage);
+      head = tail;
+      NoteGone(s);
+    }
+    h.head.store(head, std::memory_order_seq_cst);
+    did = true;
+    if (h.sender_waits.load(std::memory_order_seq_cst) != 0 && !gone(s)) WakeIfIdle(s);
   }
   if (did) WakeConsumer();
   return did;
-}
-
-// REQUIRES: drain_mu_ held. Whether it took a message.
-bool ShmNicImpl::DrainRing(NodeId s) {
-  uint8_t* own = peers_[self()].control;
-  const uint32_t size = layout_.ring_bytes;
-  RingHead& h = *layout_.head(own, s);
-  const uint64_t tail = h.tail.load(std::memory_order_acquire);
-  uint64_t head = h.head.load(std::memory_order_relaxed);
-  if (tail == head) return false;
-  Peer& p = peers_[s];
-  if (tail - head > size || gone(s)) {
-    if (!gone(s)) spdlog::error("shm: node {}: node {}'s ring claims {} bytes; cutting it off", self(), s, tail - head);
-    h.head.store(tail, std::memory_order_release);
-    NoteGone(s);
-    return false;
-  }
-  const RingReader::Result r = p.reader.Read(
-      layout_.ring(own, s), size, &head, tail, s,
-      [&](Message&& m) {
-        recv_queue().Push(std::move(m));
-        n_drained_.fetch_add(1, std::memory_order_relaxed);
-      },
-      [this](size_t need) { return RecvBuffer(need); });
-  if (r == RingReader::Result::kTooLong) {
-    spdlog::error("shm: node {}: a message of {} bytes from node {} (at most {}); cutting it off", self(),
-                  p.reader.want(), s, kMaxMessage);
-    head = tail;
-    NoteGone(s);
-  }
-  h.head.store(head, std::memory_order_seq_cst);
-  if (h.sender_waits.load(std::memory_order_seq_cst) != 0 && !gone(s)) WakeIfIdle(s);
-  return true;
 }
 
 // ---- locks ----
@@ -429,10 +407,14 @@ bool ShmNicImpl::Progress() {
 }
 
 bool ShmNicImpl::WorkVisible() {
-  if (MessagesWaiting()) return true;
-  for (NodeId s = 0; backlogs_.load(std::memory_order_relaxed) != 0 && s < num_nodes(); ++s) {
+  uint8_t* own = peers_[self()].control;
+  for (NodeId s = 0; s < num_nodes(); ++s) {
+    if (s == self()) continue;
+    RingHead& h = *layout_.head(own, s);
+    if (h.tail.load(std::memory_order_seq_cst) != h.head.load(std::memory_order_relaxed)) return true;
     Peer& p = peers_[s];
-    if (s != self() && p.has_backlog.load(std::memory_order_relaxed) && p.control != nullptr) {
+    if (backlogs_.load(std::memory_order_relaxed) != 0 && p.has_backlog.load(std::memory_order_relaxed) &&
+        p.control != nullptr) {
       RingHead& theirs = *layout_.head(p.control, self());
       if (theirs.tail.load(std::memory_order_relaxed) - theirs.head.load(std::memory_order_seq_cst) <
           layout_.ring_bytes)
@@ -515,8 +497,11 @@ void ShmNicImpl::WakeRecvSleeper() {
 
 bool ShmNicImpl::MessagesWaiting() {
   uint8_t* own = peers_[self()].control;
-  for (uint32_t i = 0; i < layout_.news_words(); ++i)
-    if (layout_.news_word(own, i)->load(std::memory_order_seq_cst) != 0) return true;
+  for (NodeId s = 0; s < num_nodes(); ++s) {
+    if (s == self()) continue;
+    RingHead& h = *layout_.head(own, s);
+    if (h.tail.load(std::memory_order_seq_cst) != h.head.load(std::memory_order_relaxed)) return true;
+  }
   return false;
 }
 

@@ -322,43 +322,6 @@ TEST(ShmNic, MessageWakesTheWaiterBeforeTheConsumer) {
   consumer.join();
 }
 
-// A receiver looks for messages in a bit a sender (Layout::news), 64 to a
-// word: senders past the first word's, and the one sharing node 0's bit
-// position in the second, are all heard, also while the receiver sleeps.
-TEST(ShmNic, SendersOfEveryNewsWordAreHeard) {
-  constexpr uint32_t kNodes = 70;
-  std::vector<std::unique_ptr<ShmNic>> nics;
-  std::vector<std::string> addr;
-  for (NodeId i = 0; i < kNodes; ++i) {
-    nics.push_back(MakeNic(i, kNodes, 4096));
-    ASSERT_TRUE(nics.back());
-    addr.push_back(nics.back()->listen_address());
-  }
-  std::vector<std::thread> t;
-  for (NodeId i = 0; i < kNodes; ++i) t.emplace_back([&, i] { EXPECT_TRUE(nics[i]->Connect(addr).ok()); });
-  for (auto& th : t) th.join();
-  constexpr uint32_t kRounds = 3;
-  for (uint32_t round = 0; round < kRounds; ++round) {
-    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // node 0 may sleep
-    for (NodeId from = kNodes - 1; from >= 1; --from) {
-      CompletionQueue cq;
-      uint32_t v = from * 1000 + round;
-      Sge s{&v, sizeof v};
-      ASSERT_EQ(PostWait(*nics[from], cq, WorkRequest::Send(0, {&s, 1})).status, WcStatus::kSuccess);
-    }
-    std::vector<bool> heard(kNodes, false);
-    for (uint32_t got = 0; got < kNodes - 1; ++got) {
-      Message m = WaitMessage(*nics[0]);
-      ASSERT_EQ(m.bytes.size(), sizeof(uint32_t));
-      uint32_t v;
-      std::memcpy(&v, m.bytes.data(), sizeof v);
-      ASSERT_EQ(v, m.from * 1000 + round);
-      ASSERT_FALSE(heard[m.from]) << "node " << m.from << " twice in round " << round;
-      heard[m.from] = true;
-    }
-  }
-}
-
 TEST(ShmNic, RingSizeFollowsTheJob) {
   EXPECT_EQ(DefaultShmRingBytes(2), 1u << 20);
   EXPECT_EQ(DefaultShmRingBytes(9), 1u << 20);
