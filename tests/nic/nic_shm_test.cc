@@ -322,6 +322,26 @@ TEST(ShmNic, MessageWakesTheWaiterBeforeTheConsumer) {
   consumer.join();
 }
 
+// A node that shut down says so in its peers' own memory before Shutdown
+// returns (RingHead::sender_gone): their operations on it are flushed at
+// once, not after their NIC threads' next look at the links (100 ms).
+TEST(ShmNic, OperationsOnAPeerThatShutDownAreFlushedAtOnce) {
+  SharedMemory mem;
+  ASSERT_TRUE(SharedMemory::Create("gone", 1 << 16, &mem).ok());
+  auto a = MakeNic(0, 2);
+  auto b = MakeNic(1, 2);
+  ASSERT_TRUE(b->RegisterRegion({kRegion, mem.data(), mem.size(), mem.fd(), 0}).ok());
+  ASSERT_TRUE(ConnectPair(*a, *b));
+  CompletionQueue cq;
+  uint64_t v = 0;
+  Sge s{&v, 8};
+  ASSERT_EQ(PostWait(*a, cq, WorkRequest::Read(1, kRegion, 0, {&s, 1})).status, WcStatus::kSuccess);
+  b->Shutdown();
+  EXPECT_EQ(PostWait(*a, cq, WorkRequest::Read(1, kRegion, 0, {&s, 1})).status, WcStatus::kFlushed);
+  EXPECT_EQ(PostWait(*a, cq, WorkRequest::Faa(1, kRegion, 8, 1)).status, WcStatus::kFlushed);
+  EXPECT_EQ(static_cast<uint64_t*>(mem.data())[1], 0u);
+}
+
 TEST(ShmNic, RingSizeFollowsTheJob) {
   EXPECT_EQ(DefaultShmRingBytes(2), 1u << 20);
   EXPECT_EQ(DefaultShmRingBytes(9), 1u << 20);
