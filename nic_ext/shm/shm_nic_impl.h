@@ -33,16 +33,13 @@ struct alignas(64) Bell {
   std::atomic<uint32_t> seq;         // futex word, bumped by whoever wakes the node
   std::atomic<uint32_t> pollers;     // threads draining the rings now: no wake needed
   std::atomic<uint32_t> lock_waits;  // this node's LOCKs queued at some target
+  std::atomic<uint32_t> gone;        // the node shut down
+  std::atomic<uint32_t> abandoned;   // entries of its Abandoned table
   // The receive queue's consumer sleeping on its own (QueueDriver::Sleep):
   // a message is a reason to wake it rather than the NIC thread.
   std::atomic<uint32_t> recv_seq;       // its futex word
   std::atomic<uint32_t> recv_sleepers;
   std::atomic<uint32_t> recv_waiters;   // of recv_sleepers, kWaiters: woken first
-
-  // Written once, read by peers now and then: a line of their own, not
-  // bounced by the wake-up words above.
-  alignas(64) std::atomic<uint32_t> gone;  // the node shut down
-  std::atomic<uint32_t> abandoned;         // entries of its Abandoned table
 };
 
 struct alignas(64) RingHead {
@@ -231,12 +228,7 @@ class ShmNicImpl final : public ShmNic {
   // that returns only the closed ones (256 nodes: 255 polls a look before).
   svmd::UniqueFd links_epoll_;
 
-  // Counted by different threads (the program's, the handler, the NIC
-  // thread): a line each.
-  alignas(64) std::atomic<uint64_t> n_remote_{0};
-  alignas(64) std::atomic<uint64_t> n_sends_{0};
-  alignas(64) std::atomic<uint64_t> n_wakeups_{0};
-  alignas(64) std::atomic<uint64_t> n_drained_{0};
+  std::atomic<uint64_t> n_remote_{0}, n_sends_{0}, n_wakeups_{0}, n_drained_{0};
 };
 
 }  // namespace svm::nic::shm

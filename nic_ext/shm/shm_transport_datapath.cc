@@ -206,8 +206,8 @@ void ShmNicImpl::SetBacklog(Peer& p, bool on) {
 }
 
 bool ShmNicImpl::FlushBacklogs() {
-  bool did = false;
   if (backlogs_.load(std::memory_order_relaxed) == 0) return false;
+  bool did = false;
   for (NodeId k = 0; k < num_nodes(); ++k) {
     Peer& p = peers_[k];
     if (!p.has_backlog.load(std::memory_order_relaxed) || gone(k)) continue;
