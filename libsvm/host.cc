@@ -212,6 +212,10 @@ void Runtime::Settle() {
   ReapSends();
   poll_hint_.store(!os_ops_.empty() || !deferred_reads_.empty() || node_->NeedsPoll(),
                    std::memory_order_relaxed);
+  if (!node_->Holding())
+    holding_since_ns_.store(0, std::memory_order_relaxed);
+  else if (holding_since_ns_.load(std::memory_order_relaxed) == 0)
+    holding_since_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 
 void Runtime::Wake(ThreadId t) {

@@ -424,7 +424,8 @@ void Runtime::HandlerLoop() {
   nic::Message batch[16];
   while (!stopping_.load(std::memory_order_relaxed)) {
     const bool poll = poll_hint_.load(std::memory_order_relaxed);
-    const auto idle = poll ? std::chrono::milliseconds(1)
+    const int64_t holding_since = holding_since_ns_.load(std::memory_order_relaxed);
+    const auto idle = poll || holding_since != 0 ? std::chrono::milliseconds(1)
                            : rings_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(200);
     // One spinner a CPU: while waiting application threads spin on this
     // queue (and take its messages), this thread does not spin beside them.
@@ -440,6 +441,13 @@ void Runtime::HandlerLoop() {
       }
     }
     if (rings_) rings_->Drain();
+    // A barrier of this node's subtree may hold arrivals for a child that is
+    // not coming while no thread of this node waits there to give up.
+    if (holding_since != 0 && MonotonicNs() - holding_since >= kGatherNs) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (node_->Holding()) node_->ReportGathered();
+      Settle();
+    }
     if (poll_hint_.load(std::memory_order_relaxed) || os_cq_.size() != 0) {
       std::lock_guard<std::mutex> l(mu_);
       PollOneSided();

@@ -494,6 +494,9 @@ class Runtime final : public Host {
   std::unordered_map<LockId, nic::LockNo> lock_nos_;       // GUARDED_BY(mu_): nil
   std::unordered_map<LockId, uint64_t> tail_guesses_;       // GUARDED_BY(mu_): last tail word seen
   std::atomic<bool> poll_hint_{false};  // Settle(): waiters should poll
+  // Settle(): since when a barrier has held its subtree's arrivals back (0:
+  // none does); the handler gives up after kGatherNs, as a waiter would.
+  std::atomic<int64_t> holding_since_ns_{0};
 
   // Threads hosted here, and requests this node's threads wait on.
   std::map<uint64_t, std::unique_ptr<ThreadRecord>> threads_;  // GUARDED_BY(mu_)

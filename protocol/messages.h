@@ -73,23 +73,29 @@ struct LockGrant {
   friend bool operator==(const LockGrant&, const LockGrant&) = default;
 };
 
-// Node -> barrier master: `arrivals` threads of the sender reached `barrier`,
-// which `total` threads in all must reach. `known` is the sender's known
-// vector after closing its interval; `notices` are its own intervals the
-// master may lack.
+// Node -> its parent in the barrier tree (Node::BarrierParent): `arrivals`
+// threads of the sender's subtree reached `barrier`, which `total` threads in
+// all must reach. `known` merges the known vectors of the nodes they came
+// from (each after closing its interval), `floor` is the least of those and
+// the sender's own (what a release down that subtree must start from);
+// `notices` are the intervals the parent may lack. `nodes`: how many nodes
+// report their own threads for the first time this episode.
 struct BarrierArrive {
   BarrierId barrier = 0;
   uint32_t arrivals = 0;
   uint32_t total = 0;
   VectorTime known;
   std::vector<WriteNotice> notices;
+  VectorTime floor;
+  uint32_t nodes = 0;
   friend bool operator==(const BarrierArrive&, const BarrierArrive&) = default;
 };
 
-// Master -> node: everyone arrived. `time` merges all arrivals; `notices` are
-// those the node lacked. `collect` allows dropping notices up to `time`.
-// `serial`: one of this node's threads is the barrier's serial thread (one
-// node of each episode gets it).
+// Parent -> child in the barrier tree: everyone arrived. `time` merges all
+// arrivals; `notices` are those the child's subtree lacked (from its
+// arrivals' floor). `collect` allows dropping notices up to `time`.
+// `serial`: the barrier's serial thread is in the child's subtree (one
+// thread of each episode gets it).
 struct BarrierRelease {
   BarrierId barrier = 0;
   VectorTime time;

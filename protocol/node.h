@@ -46,7 +46,9 @@
 //    first touch (a local fault) shows the sweep reached it. The run doubles
 //    on each such fault and halves when a page fetched ahead goes unused
 //    (watched and invalidated untouched, or too old on arrival).
-//  * Barriers: threads of a node, then node -> master (node 0) -> release.
+//  * Barriers: threads of a node, then up a tree of nodes (kBarrierFanout
+//    children a node, node 0 the root), each node combining its subtree's
+//    arrivals into one message, and the release back down the same tree.
 //  * scan_writes (NodeConfig): tracked pages are read-protected as usual,
 //    but writes to them go through and are collected by Host::FindWritten as
 //    the interval closes; copies away from the home are twinned on arrival.
@@ -203,10 +205,14 @@ class Node {
   // Thread t has exited: no barrier gathers for it, nor for the next thread
   // given its slot until that one takes part.
   void ThreadExited(ThreadId t);
-  // Whether a kGather barrier holds arrivals back for threads still running.
-  bool Gathering() const { return !gathering_.empty(); }
+  // Whether a kGather barrier holds arrivals back for threads still running,
+  // or a barrier holds its subtree's for a child that has not reported.
+  bool Gathering() const { return !gathering_.empty() || !holding_.empty(); }
+  // Only the latter: no thread of this node need be there to give up.
+  bool Holding() const { return !holding_.empty(); }
   // Reports them now: the last resort of a wait that lasted too long (a
-  // thread blocked where the node cannot see, e.g. in a system call).
+  // thread blocked where the node cannot see, e.g. in a system call; a
+  // child whose threads took part in the last episode but not in this one).
   void ReportGathered();
 
   // Whether l's token is on this node and a local thread holds it.
@@ -281,7 +287,6 @@ class Node {
   struct Page;
   struct Lock;
   struct BarrierState;
-  struct MasterBarrier;
 
   // Pages (node_page.cc).
   Page& PageEntry(PageId p);
@@ -469,6 +474,18 @@ class Node {
   // Whether every thread b gathers for has arrived or waits elsewhere.
   bool Gathered(const BarrierState& bs) const;
   void ReportArrivals(BarrierId b, BarrierState& bs);
+  // The barrier tree: node n's children are kBarrierFanout * n + 1 ... +
+  // kBarrierFanout. A part of a node's subtree is its own threads (0) or a
+  // child's subtree (1 + i).
+  static constexpr NodeId kBarrierFanout = 4;
+  NodeId BarrierParent() const { return (config_.self - 1) / kBarrierFanout; }
+  size_t BarrierParts() const;
+  NodeId BarrierChild(size_t part) const { return kBarrierFanout * config_.self + NodeId(part); }
+  BarrierState& BarrierEntry(BarrierId b);
+  Status AddArrival(BarrierId b, size_t part, const BarrierArrive& m);
+  bool SubtreeReady(const BarrierState& bs) const;
+  void SendUp(BarrierId b, BarrierState& bs);
+  void Relay(BarrierId b, BarrierState& bs, const BarrierRelease& m);
   // Wakes t from a lock or barrier wait: it runs, a gathering barrier may
   // wait for it again.
   void WakeWaiter(ThreadId t) {
@@ -595,9 +612,9 @@ class Node {
   std::vector<PageId> batch_;          // pages whose Page::prot they hold back
   std::unordered_map<LockId, std::unique_ptr<Lock>> locks_;
   std::unordered_map<BarrierId, std::unique_ptr<BarrierState>> barriers_;
-  std::unordered_map<BarrierId, std::unique_ptr<MasterBarrier>> master_;
-  VectorTime reported_;                // notices sent to the barrier master
+  VectorTime reported_;                // notices sent to the barrier parent
   std::vector<BarrierId> gathering_;   // kGather barriers holding arrivals back
+  std::vector<BarrierId> holding_;     // barriers holding their subtree's back
   std::vector<uint8_t> elsewhere_;     // per local thread: WaitingElsewhere, or at a lock or barrier
   uint64_t lock_seq_ = 0;              // arrival order of lock waiters
   // Waits only Poll() can end (dw..nil), in arrival order.

@@ -1,7 +1,13 @@
 // Node: hierarchical barriers. Threads of a node meet locally; the last one
-// closes the node's interval and reports to the master (node 0) with the
-// notices the master may lack; the master merges and releases every node with
-// the notices it lacks. A barrier is an acquire for every thread in it.
+// closes the node's interval and reports, as one part of the node's subtree
+// in a tree of nodes (kBarrierFanout children a node, node 0 the root). A
+// node sends its subtree's arrivals to its parent in one message once every
+// part that took part in the last episode has reported (at once in the first
+// episode and after that batch), with the notices the parent may lack. The
+// root releases down the same tree, each node passing on the notices its
+// children's floors lack: O(log N) message delays each way, and no node
+// handles more than kBarrierFanout + 1 messages an episode. A barrier is an
+// acquire for every thread in it.
 // From dw on, arrivals and releases carry only vector times (the notices are
 // deposited), and a release waits until the deposits cover its time.
 #include <algorithm>
@@ -12,19 +18,9 @@
 
 namespace svm {
 
-namespace {
-constexpr NodeId kMaster = 0;
-}
-
 Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, bool* serial) {
   assert(t < config_.threads && local <= total && total >= 1);
-  auto& entry = barriers_[b];
-  if (!entry) {
-    entry = std::make_unique<BarrierState>();
-    entry->waiting.resize(config_.threads);
-    entry->took_part.resize(config_.threads);
-  }
-  BarrierState& bs = *entry;
+  BarrierState& bs = BarrierEntry(b);
   if (!bs.waiting[t]) {
     bs.waiting[t] = bs.episode;
     bs.total = total;
@@ -63,8 +59,8 @@ bool Node::Gathered(const BarrierState& bs) const {
   return true;
 }
 
-// The arrivals so far, in one message: the node's writes until now are in
-// the interval it closes, those of every thread reported included.
+// The arrivals so far, as one part of the subtree's: the node's writes until
+// now are in the interval it closes, those of every thread reported included.
 void Node::ReportArrivals(BarrierId b, BarrierState& bs) {
   if (bs.gathering) {
     bs.gathering = false;
@@ -72,17 +68,129 @@ void Node::ReportArrivals(BarrierId b, BarrierState& bs) {
   }
   if (bs.arrived == 0) return;
   CloseInterval();
-  BarrierArrive arrive{b, bs.arrived, bs.total, log_.known(), {}};
+  const bool first = bs.parts.empty() || !bs.parts[0].reported;
+  BarrierArrive own{b, bs.arrived, bs.total, log_.known(), {}, log_.known(), first ? 1u : 0u};
   bs.arrived = 0;
+  Status st = AddArrival(b, 0, own);
+  assert(st.ok());
+  (void)st;
+}
+
+size_t Node::BarrierParts() const {
+  const uint64_t first_child = uint64_t(kBarrierFanout) * config_.self + 1;
+  return 1 + size_t(std::min<uint64_t>(kBarrierFanout, nodes() > first_child ? nodes() - first_child : 0));
+}
+
+Node::BarrierState& Node::BarrierEntry(BarrierId b) {
+  auto& entry = barriers_[b];
+  if (!entry) {
+    entry = std::make_unique<BarrierState>();
+    entry->waiting.resize(config_.threads);
+    entry->took_part.resize(config_.threads);
+    entry->parts.resize(BarrierParts());
+    entry->time = VectorTime(nodes());
+    entry->held_known = VectorTime(nodes());
+  }
+  return *entry;
+}
+
+// One part's arrivals join the subtree's episode. The root releases when all
+// have come; another node sends them up, at once after the episode's first
+// batch, which waits until every part of the last episode has reported.
+Status Node::AddArrival(BarrierId b, size_t part, const BarrierArrive& m) {
+  BarrierState& bs = BarrierEntry(b);
+  if (bs.subtree_total == 0) bs.subtree_total = m.total;
+  if (bs.subtree_total != m.total || bs.count + m.arrivals > m.total || bs.nodes + m.nodes > nodes())
+    return Status::InvalidArgument("barrier arrivals disagree on the thread count");
+  BarrierState::Part& p = bs.parts[part];
+  if (p.reported) {
+    p.floor.Meet(m.floor);
+  } else {
+    p.reported = true;
+    p.floor = m.floor;
+    if (!bs.first) bs.first = part;
+  }
+  bs.count += m.arrivals;
+  bs.nodes += m.nodes;
+  bs.time.Merge(m.known);
+  if (config_.self == 0) {
+    if (bs.count == bs.subtree_total) {
+      const bool collect = bs.subtree_total == host_->JobThreads() && bs.nodes == nodes();
+      Relay(b, bs, BarrierRelease{b, bs.time, collect, {}, true});
+    }
+    return Status::Ok();
+  }
+  if (bs.held == 0) {
+    bs.held_floor = m.floor;
+  } else {
+    bs.held_floor.Meet(m.floor);
+  }
+  bs.held += m.arrivals;
+  bs.held_nodes += m.nodes;
+  bs.held_known.Merge(m.known);
+  if (bs.sent || SubtreeReady(bs)) {
+    SendUp(b, bs);
+  } else if (!bs.holding) {
+    bs.holding = true;
+    holding_.push_back(b);
+  }
+  return Status::Ok();
+}
+
+bool Node::SubtreeReady(const BarrierState& bs) const {
+  return std::all_of(bs.parts.begin(), bs.parts.end(),
+                     [](const BarrierState::Part& p) { return p.reported || !p.last; });
+}
+
+void Node::SendUp(BarrierId b, BarrierState& bs) {
+  if (bs.holding) {
+    bs.holding = false;
+    std::erase(holding_, b);
+  }
+  bs.sent = true;
+  if (bs.held == 0) return;
+  // The release must start from what the least informed node below knows,
+  // this one included: notices extend a node's bins without gaps.
+  VectorTime floor = bs.held_floor;
+  floor.Meet(log_.known());
+  BarrierArrive up{b, bs.held, bs.subtree_total, bs.held_known, {}, std::move(floor), bs.held_nodes};
   if (!DepositsNotices(config_.mode)) {
-    log_.Missing(reported_, &arrive.notices);
+    log_.Missing(reported_, &up.notices);
     reported_ = log_.known();
   }
-  if (config_.self == kMaster) {
-    (void)OnBarrierArrive(config_.self, arrive);
-  } else {
-    Send(kMaster, arrive);
+  bs.held = 0;
+  bs.held_nodes = 0;
+  bs.held_known = VectorTime(nodes());
+  Send(BarrierParent(), up);
+}
+
+// Passes the release down to the parts that took part, each with the notices
+// its floor lacks, and starts the subtree's next episode.
+void Node::Relay(BarrierId b, BarrierState& bs, const BarrierRelease& m) {
+  std::vector<BarrierState::Part> parts = std::move(bs.parts);
+  const std::optional<size_t> serial = m.serial ? bs.first : std::nullopt;
+  bs.parts.assign(parts.size(), {});
+  for (size_t i = 0; i < parts.size(); ++i) bs.parts[i].last = parts[i].reported;
+  bs.subtree_total = bs.count = bs.nodes = 0;
+  bs.time = VectorTime(nodes());
+  bs.first.reset();
+  bs.sent = false;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (!parts[i].reported) continue;
+    BarrierRelease down{b, m.time, m.collect, {}, serial == i};
+    if (!DepositsNotices(config_.mode)) log_.Missing(parts[i].floor, &down.notices);
+    Send(BarrierChild(i), down);
   }
+  if (!parts[0].reported) return;
+  BarrierRelease own{b, m.time, m.collect, {}, serial == size_t{0}};
+  if (DepositsNotices(config_.mode)) {
+    TakeDeposits();
+    if (!log_.known().Covers(own.time)) {
+      pending_releases_.push_back(std::move(own));
+      return;
+    }
+  }
+  FinishRelease(own);
 }
 
 void Node::WaitingElsewhere(ThreadId t, bool waiting) {
@@ -113,73 +221,45 @@ void Node::ReportGathered() {
     const BarrierId b = gathering_.back();
     ReportArrivals(b, *barriers_.at(b));
   }
+  while (!holding_.empty()) {
+    stats_.gathers_given_up++;
+    const BarrierId b = holding_.back();
+    SendUp(b, *barriers_.at(b));
+  }
 }
 
 Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
-  if (config_.self != kMaster) return Status::InvalidArgument("barrier arrival at a non-master node");
-  if (m.arrivals == 0 || m.arrivals > m.total) return Status::Malformed("barrier arrival count");
+  const uint64_t part = uint64_t(from) - uint64_t(kBarrierFanout) * config_.self;
+  if (from == 0 || from >= nodes() || part == 0 || part > kBarrierFanout)
+    return Status::InvalidArgument("barrier arrival from a node that is not a child in the barrier tree");
+  if (m.arrivals == 0 || m.arrivals > m.total || m.nodes > m.arrivals)
+    return Status::Malformed("barrier arrival count");
+  if (Status st = CheckOwnIntervals(m.floor); !st.ok()) return st;
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("barrier arrival with notices in a depositing mode");
     if (Status st = CheckOwnIntervals(m.known); !st.ok()) return st;
   } else if (Status st = CheckNotices(m.notices, &m.known); !st.ok()) {
     return st;
   }
-  auto& entry = master_[m.barrier];
-  if (!entry) {
-    entry = std::make_unique<MasterBarrier>();
-    entry->total = m.total;
-  }
-  MasterBarrier& mb = *entry;
-  if (mb.total != m.total || mb.arrivals + m.arrivals > mb.total)
-    return Status::InvalidArgument("barrier arrivals disagree on the thread count");
+  if (!m.known.Covers(m.floor)) return Status::Malformed("barrier arrival floor above its known vector");
   AddNotices(m.notices);
-  mb.arrivals += m.arrivals;
-  // A node may report its threads in several arrivals; it gets one release.
-  auto same = std::find_if(mb.nodes.begin(), mb.nodes.end(),
-                           [&](const MasterBarrier::Arrival& a) { return a.node == from; });
-  if (same != mb.nodes.end())
-    same->known.Merge(m.known);
-  else
-    mb.nodes.push_back({from, std::move(m.known)});
-  if (mb.arrivals < mb.total) return Status::Ok();
-
-  std::unique_ptr<MasterBarrier> done = std::move(entry);
-  master_.erase(m.barrier);
-  VectorTime time(nodes());
-  for (const auto& a : done->nodes) time.Merge(a.known);
-  // With every thread here no lock request is in flight, and with every node
-  // here each one's bins will cover `time`: nothing below it is asked again.
-  const bool collect = done->total == host_->JobThreads() && done->nodes.size() == nodes();
-  std::optional<BarrierRelease> own;
-  for (const auto& a : done->nodes) {
-    BarrierRelease release{m.barrier, time, collect, {}, &a == &done->nodes.front()};
-    if (!DepositsNotices(config_.mode)) log_.Missing(a.known, &release.notices);
-    if (a.node == config_.self)
-      own = std::move(release);
-    else
-      Send(a.node, release);
-  }
-  if (own) return OnBarrierRelease(config_.self, *own);
-  return Status::Ok();
+  return AddArrival(m.barrier, size_t(part), m);
 }
 
 Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
-  if (from != kMaster) return Status::InvalidArgument("barrier release not from the master");
+  if (config_.self == 0 || from != BarrierParent())
+    return Status::InvalidArgument("barrier release not from the parent in the barrier tree");
   auto it = barriers_.find(m.barrier);
-  if (it == barriers_.end()) return Status::InvalidArgument("release of a barrier nobody waits at");
+  if (it == barriers_.end() || !it->second->sent || it->second->held != 0)
+    return Status::InvalidArgument("release of a barrier nobody waits at");
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("barrier release with notices in a depositing mode");
     if (Status st = CheckOwnIntervals(m.time); !st.ok()) return st;
-    TakeDeposits();
-    if (!log_.known().Covers(m.time)) {
-      pending_releases_.push_back(std::move(m));
-      return Status::Ok();
-    }
   } else {
     if (Status st = CheckNotices(m.notices, &m.time); !st.ok()) return st;
     AddNotices(m.notices);
   }
-  FinishRelease(m);
+  Relay(m.barrier, *it->second, m);
   return Status::Ok();
 }
 

@@ -139,17 +139,29 @@ struct Node::BarrierState {
   std::vector<uint8_t> took_part;
   bool begun = false;
   bool gathering = false;
-};
 
-// A barrier episode being gathered at the master.
-struct Node::MasterBarrier {
-  uint32_t arrivals = 0;
-  uint32_t total = 0;
-  struct Arrival {
-    NodeId node;
-    VectorTime known;
+  // The subtree's episode (node_barrier.cc): parts[0] is this node's own
+  // threads, parts[1 + i] child i's subtree. It starts over when the release
+  // passes down, before this node's own threads may be released (dw on: a
+  // release waits for deposits), since the children may arrive again then.
+  struct Part {
+    bool reported = false;  // this episode
+    bool last = false;      // in the last episode: the batch waits for it
+    VectorTime floor;       // the least of what it reported this episode
   };
-  std::vector<Arrival> nodes;
+  std::vector<Part> parts;
+  uint32_t subtree_total = 0;  // 0 until the first arrival of the episode
+  uint32_t count = 0;          // arrivals this episode (the root releases at the total)
+  uint32_t nodes = 0;          // nodes whose own threads arrived this episode
+  VectorTime time;             // merged known vectors of this episode's arrivals
+  std::optional<size_t> first;  // the part that reported first: the serial thread's
+  // Arrivals not yet sent to the parent. The first batch of an episode waits
+  // for every part of the last; what comes after it goes at once.
+  uint32_t held = 0;
+  uint32_t held_nodes = 0;
+  VectorTime held_known, held_floor;
+  bool sent = false;
+  bool holding = false;  // in holding_
 };
 
 }  // namespace svm

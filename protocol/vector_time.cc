@@ -25,6 +25,11 @@ void VectorTime::Merge(const VectorTime& o) {
   for (size_t i = 0; i < t_.size(); ++i) t_[i] = std::max(t_[i], o.t_[i]);
 }
 
+void VectorTime::Meet(const VectorTime& o) {
+  assert(size() == o.size());
+  for (size_t i = 0; i < t_.size(); ++i) t_[i] = std::min(t_[i], o.t_[i]);
+}
+
 std::string VectorTime::ToString() const {
   std::string s = "<";
   for (size_t i = 0; i < t_.size(); ++i) {

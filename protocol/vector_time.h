@@ -40,6 +40,7 @@ class VectorTime {
   bool HappenedBefore(const VectorTime& o) const;    // *this < o
   bool ConcurrentWith(const VectorTime& o) const;
   void Merge(const VectorTime& o);                   // entrywise max
+  void Meet(const VectorTime& o);                    // entrywise min
   friend bool operator==(const VectorTime&, const VectorTime&) = default;
 
   std::string ToString() const;

@@ -85,6 +85,8 @@ void PutBody(Writer& w, const BarrierArrive& m) {
   w.PutU32(m.total);
   PutVector(w, m.known);
   PutNotices(w, m.notices);
+  PutVector(w, m.floor);
+  w.PutU32(m.nodes);
 }
 
 void PutBody(Writer& w, const BarrierRelease& m) {
@@ -312,6 +314,8 @@ void ReadBody(BodyReader& r, BarrierArrive* m) {
   r.U32(&m->total, "total");
   r.Vector(&m->known, "known");
   r.Notices(&m->notices, "notices");
+  r.Vector(&m->floor, "floor");
+  r.U32(&m->nodes, "nodes");
 }
 
 void ReadBody(BodyReader& r, BarrierRelease* m) {

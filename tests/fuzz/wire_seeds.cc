@@ -28,7 +28,7 @@ std::vector<svm::Message> SeedMessages(uint32_t nodes) {
       svm::DiffMessage{3, 2, {0, 0, 0, 0, 2, 0, 0, 0, 0xab, 0xcd}},
       svm::LockRequest{9, nodes - 1, true, v},
       svm::LockGrant{9, v, notices},
-      svm::BarrierArrive{4, 1, 2, v, notices},
+      svm::BarrierArrive{4, 1, 2, v, notices, v, 1},
       svm::BarrierRelease{4, v, true, notices},
       svm::HomeClaim{3},
       svm::HomeReply{3, nodes - 1},

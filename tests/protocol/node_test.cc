@@ -167,6 +167,8 @@ class Cluster {
       }
       auto m = std::move(*it);
       queue_.erase(it);
+      wire::Header h;
+      if (wire::DecodeHeader(m.bytes, &h).ok()) delivered[{m.to, h.type}]++;
       Status st = nodes_[m.to]->Receive(m.from, m.bytes);
       ASSERT_TRUE(st.ok()) << st.ToString();
       it = queue_.begin();
@@ -221,6 +223,8 @@ class Cluster {
   }
 
   size_t sent = 0;
+  std::map<std::pair<NodeId, MessageType>, size_t> delivered;  // by Drain
+  size_t Delivered(NodeId to, MessageType type) { return delivered[{to, type}]; }
 
  private:
   struct InFlight {
@@ -1017,6 +1021,93 @@ TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
     EXPECT_EQ(c.Read(0, 1, 0, 100 + round), round + 1);
   }
   EXPECT_EQ(c.node(1).stats().barriers, 3u);
+}
+
+// More than kBarrierFanout + 1 nodes: arrivals go up a tree. Node 1 takes
+// those of its children 5..7 and, from the second episode on, sends one
+// arrival for all four; node 0 takes one from each of its children, and the
+// release comes back the same way. Notices travel with them (base): a leaf's
+// write invalidates a copy in another subtree.
+TEST(NodeTest, BarrierArrivalsCombineUpATreeOfNodes) {
+  Cluster c(8, 1);
+  const BarrierId b = 3;
+  const PageId p = 3;  // homed at node 3 (cyclic)
+  EXPECT_EQ(c.Read(2, 0, p, 0), 0);  // node 2 keeps a copy
+  for (int round = 0; round < 3; ++round) {
+    c.delivered.clear();
+    const NodeId writer = NodeId(7 - round);  // a leaf below node 1
+    c.Write(writer, 0, p, 0, uint8_t(10 + round));
+    const uint64_t up_before = c.node(1).stats().messages_sent[size_t(MessageType::kBarrierArrive)];
+    for (NodeId n = 0; n < 8; ++n) ASSERT_EQ(c.node(n).Barrier(0, b, 8, 1), Outcome::kBlocked);
+    c.Drain();
+    int serial = 0;
+    for (NodeId n = 0; n < 8; ++n) {
+      bool s = false;
+      ASSERT_EQ(c.node(n).Barrier(0, b, 8, 1, &s), Outcome::kDone) << "node " << n << " round " << round;
+      serial += s;
+    }
+    EXPECT_EQ(serial, 1) << "round " << round;
+    // The first episode knows no parts yet: each arrival goes up at once.
+    EXPECT_EQ(c.Delivered(0, MessageType::kBarrierArrive), round == 0 ? 7u : 4u) << "round " << round;
+    EXPECT_EQ(c.Delivered(1, MessageType::kBarrierArrive), 3u);
+    EXPECT_EQ(c.node(1).stats().messages_sent[size_t(MessageType::kBarrierArrive)] - up_before,
+              round == 0 ? 4u : 1u) << "round " << round;
+    EXPECT_EQ(c.node(0).stats().messages_sent[size_t(MessageType::kBarrierRelease)], 4u * (round + 1));
+    for (NodeId n = 5; n < 8; ++n) EXPECT_EQ(c.Delivered(n, MessageType::kBarrierRelease), 1u);
+    EXPECT_EQ(c.Read(2, 0, p, 0), 10 + round) << "round " << round;
+  }
+}
+
+// A child whose threads took part in the last episode but not in this one
+// holds its parent's batch back until the runtime gives up (ReportGathered,
+// after kGatherNs); the episode then completes with the arrivals that came.
+TEST(NodeTest, BarrierTreeGivesUpOnAChildThatDoesNotCome) {
+  Cluster c(8, 2);
+  const BarrierId b = 3;
+  auto episode = [&](const std::vector<std::pair<NodeId, ThreadId>>& who, bool give_up) {
+    for (auto [n, t] : who) ASSERT_EQ(c.node(n).Barrier(t, b, 8, 1), Outcome::kBlocked);
+    c.Drain();
+    if (give_up) {
+      for (auto [n, t] : who) ASSERT_EQ(c.node(n).Barrier(t, b, 8, 1), Outcome::kBlocked);
+      EXPECT_TRUE(c.node(1).Holding());
+      EXPECT_FALSE(c.node(0).Gathering());
+      c.node(1).ReportGathered();
+      EXPECT_FALSE(c.node(1).Gathering());
+      c.Drain();
+    }
+    for (auto [n, t] : who) ASSERT_EQ(c.node(n).Barrier(t, b, 8, 1), Outcome::kDone);
+  };
+  std::vector<std::pair<NodeId, ThreadId>> all;
+  for (NodeId n = 0; n < 8; ++n) all.push_back({n, 0});
+  episode(all, false);
+  episode(all, false);
+  // Node 7 stays away; node 6 brings both its threads.
+  std::vector<std::pair<NodeId, ThreadId>> without7(all.begin(), all.end() - 1);
+  without7.push_back({6, 1});
+  episode(without7, true);
+  EXPECT_EQ(c.node(1).stats().gathers_given_up, 1u);
+  episode(without7, false);  // node 1 learnt that node 7 stays away
+  EXPECT_EQ(c.node(1).stats().gathers_given_up, 1u);
+}
+
+// Barrier messages come from the tree's neighbours only.
+TEST(NodeTest, BarrierMessagesFromOutsideTheTreeAreRefused) {
+  Cluster c(8, 1);
+  const VectorTime zero(8);
+  BarrierArrive arrive{3, 1, 8, zero, {}, zero, 1};
+  EXPECT_EQ(c.node(0).Receive(5, wire::Encode(arrive, 0)).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(c.node(2).Receive(1, wire::Encode(arrive, 0)).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(c.node(1).Receive(5, wire::Encode(arrive, 0)).ok());
+  BarrierArrive above = arrive;
+  above.floor[2] = 1;  // above its own known vector
+  EXPECT_FALSE(c.node(1).Receive(6, wire::Encode(above, 0)).ok());
+  BarrierArrive counted = arrive;
+  counted.nodes = 2;  // more nodes than arrivals
+  EXPECT_EQ(c.node(1).Receive(6, wire::Encode(counted, 0)).code(), Status::Code::kMalformed);
+  BarrierRelease release{3, zero, false, {}, false};
+  EXPECT_EQ(c.node(5).Receive(0, wire::Encode(release, 0)).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(c.node(5).Receive(1, wire::Encode(release, 0)).code(), Status::Code::kInvalidArgument)
+      << "node 5 sent nothing up";
 }
 
 // kGather: the first episode reports each thread on its own; from then on a

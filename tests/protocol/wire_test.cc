@@ -49,8 +49,8 @@ std::vector<Message> Samples() {
       LockRequest{UINT64_MAX, 0, true, Vt({0, 0, 0})},
       LockGrant{5, Vt({4, 4, 4}), notices},
       LockGrant{0, Vt({0, 0, 0}), {}},
-      BarrierArrive{1, 2, 8, Vt({3, 1, 2}), {{1, 3, {10, 11}}}},
-      BarrierArrive{UINT64_MAX, UINT32_MAX, UINT32_MAX, Vt({0, 0, 0}), {}},
+      BarrierArrive{1, 2, 8, Vt({3, 1, 2}), {{1, 3, {10, 11}}}, Vt({2, 0, 2}), 1},
+      BarrierArrive{UINT64_MAX, UINT32_MAX, UINT32_MAX, Vt({0, 0, 0}), {}, Vt({0, 0, 0}), UINT32_MAX},
       BarrierRelease{2, Vt({9, 9, 9}), true, notices},
       BarrierRelease{0, Vt({0, 0, 0}), false, {}},
       HomeClaim{123},
@@ -399,7 +399,7 @@ TEST(Wire, NodeIdsBounded) {
   EXPECT_FALSE(DecodeBytes(Encode(LockRequest{1, kNodes, false, Vt({0, 0, 0})}, kEpoch)).ok());
   EXPECT_FALSE(DecodeBytes(Encode(LockGrant{1, Vt({0, 0, 0}), {{kNodes, 1, {}}}}, kEpoch)).ok());
   EXPECT_FALSE(
-      DecodeBytes(Encode(BarrierArrive{1, 1, 1, Vt({0, 0, 0}), {{UINT32_MAX, 1, {}}}},
+      DecodeBytes(Encode(BarrierArrive{1, 1, 1, Vt({0, 0, 0}), {{UINT32_MAX, 1, {}}}, Vt({0, 0, 0}), 1},
                          kEpoch))
           .ok());
   EXPECT_FALSE(

@@ -84,6 +84,9 @@ std::string TraceRing::Format(const TraceEvent& e) const {
     case Ev::kPoll:
       std::snprintf(buf, sizeof buf, "poll n%u%s", e.a, e.z ? " (still waiting)" : "");
       break;
+    case Ev::kGiveUp:
+      std::snprintf(buf, sizeof buf, "n%u gives up gathering", e.a);
+      break;
     case Ev::kLife: {
       const auto kind = static_cast<OpKind>(e.z);
       const std::string other = kind == OpKind::kExit ? "" : " " + thread(uint32_t(e.x));

@@ -25,6 +25,7 @@ enum class Ev : uint8_t {
   kOneSided, // a = from, b = to, x = page or lock, z = EventKind
   kPoll,     // a = node, z = 1 if it still needs polling afterwards
   kLife,     // a = thread, x = other thread, z = OpKind (Spawn, Exit, Join), y = 1 if it must wait
+  kGiveUp,   // a = node: it reports the arrivals it held back (the runtime's kGatherNs)
 };
 
 struct TraceEvent {

@@ -96,6 +96,9 @@ class World final : public WakeListener {
   void Elsewhere(Thread& th, bool waiting);
   void Deliver(Pair p);
   void DeliverOneSided(Pair p, Event& e);
+  // Node::ReportGathered at every node that holds barrier arrivals back;
+  // whether there was one.
+  bool GiveUpGathers();
   void PollNode(NodeId n);
   void Advance(Thread& th);
   void Block(Thread& th);
