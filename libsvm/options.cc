@@ -211,6 +211,8 @@ constexpr Row kTable[] = {
      }},
     {"SVM_PAGE_RUN", "most pages a remote fault fetches at once (a page run); 1: one page a fault",
      [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->page_run, 1, kMaxPageRun); }},
+    {"SVM_BARRIER_FANOUT", "children a node in the barrier tree (the same on every node); nodes - 1 or more: flat",
+     [](const char* k, std::string_view v, Options* o) { return Unsigned(k, v, &o->barrier_fanout, 1, 1024); }},
     {"SVM_NOTICE_RING", "bytes of each write-notice ring (dw and up; the same on every node)",
      [](const char* k, std::string_view v, Options* o) {
        if (!ParseNumber(v, &o->notice_ring) || o->notice_ring < 64 || o->notice_ring > (64u << 20) ||

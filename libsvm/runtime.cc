@@ -331,6 +331,7 @@ Status Runtime::Connect() {
   nc.epoch = opts_.epoch;
   nc.mode = opts_.mode;
   nc.max_run = opts_.page_run;
+  nc.barrier_fanout = opts_.barrier_fanout;
   nc.claim_by_cas = opts_.transport != "tcp";
   if (Status st = ChooseWriteDetection(); !st.ok()) return st;
   nc.scan_writes = scan_writes_;

@@ -76,8 +76,8 @@ struct LockGrant {
 // Node -> its parent in the barrier tree (Node::BarrierParent): `arrivals`
 // threads of the sender's subtree reached `barrier`, which `total` threads in
 // all must reach. `known` merges the known vectors of the nodes they came
-// from (each after closing its interval), `floor` is the least of those and
-// the sender's own (what a release down that subtree must start from);
+// from (each after closing its interval), `floor` is the least of those
+// (what a release down that subtree must start from);
 // `notices` are the intervals the parent may lack. `nodes`: how many nodes
 // report their own threads for the first time this episode.
 struct BarrierArrive {

@@ -46,7 +46,7 @@
 //    first touch (a local fault) shows the sweep reached it. The run doubles
 //    on each such fault and halves when a page fetched ahead goes unused
 //    (watched and invalidated untouched, or too old on arrival).
-//  * Barriers: threads of a node, then up a tree of nodes (kBarrierFanout
+//  * Barriers: threads of a node, then up a tree of nodes (barrier_fanout
 //    children a node, node 0 the root), each node combining its subtree's
 //    arrivals into one message, and the release back down the same tree.
 //  * scan_writes (NodeConfig): tracked pages are read-protected as usual,
@@ -136,6 +136,9 @@ struct NodeConfig {
   // faulting page and those after it with the same home, asked for together
   // once faults look sequential.
   uint32_t max_run = 1;
+  // Children a node in the barrier tree (node_barrier.cc), the same on every
+  // node; nodes - 1 or more: node 0 gathers every node itself (flat).
+  uint32_t barrier_fanout = 4;
   // First touch from rf on: claim a page's home by a CAS on the manager's
   // word (Host::ClaimHome) rather than by a HomeClaim message. For
   // transports whose one-sided operations cost less than a message; on tcp
@@ -474,13 +477,12 @@ class Node {
   // Whether every thread b gathers for has arrived or waits elsewhere.
   bool Gathered(const BarrierState& bs) const;
   void ReportArrivals(BarrierId b, BarrierState& bs);
-  // The barrier tree: node n's children are kBarrierFanout * n + 1 ... +
-  // kBarrierFanout. A part of a node's subtree is its own threads (0) or a
-  // child's subtree (1 + i).
-  static constexpr NodeId kBarrierFanout = 4;
-  NodeId BarrierParent() const { return (config_.self - 1) / kBarrierFanout; }
+  // The barrier tree: with F = NodeConfig::barrier_fanout, node n's children
+  // are F * n + 1 ... F * n + F. A part of a node's subtree is its own
+  // threads (0) or a child's subtree (1 + i).
+  NodeId BarrierParent() const { return NodeId((config_.self - 1) / config_.barrier_fanout); }
   size_t BarrierParts() const;
-  NodeId BarrierChild(size_t part) const { return kBarrierFanout * config_.self + NodeId(part); }
+  NodeId BarrierChild(size_t part) const { return NodeId(uint64_t(config_.barrier_fanout) * config_.self + part); }
   BarrierState& BarrierEntry(BarrierId b);
   Status AddArrival(BarrierId b, size_t part, const BarrierArrive& m);
   bool SubtreeReady(const BarrierState& bs) const;

@@ -1,12 +1,12 @@
 // Node: hierarchical barriers. Threads of a node meet locally; the last one
 // closes the node's interval and reports, as one part of the node's subtree
-// in a tree of nodes (kBarrierFanout children a node, node 0 the root). A
-// node sends its subtree's arrivals to its parent in one message once every
-// part that took part in the last episode has reported (at once in the first
-// episode and after that batch), with the notices the parent may lack. The
-// root releases down the same tree, each node passing on the notices its
-// children's floors lack: O(log N) message delays each way, and no node
-// handles more than kBarrierFanout + 1 messages an episode. A barrier is an
+// in a tree of nodes (NodeConfig::barrier_fanout children a node, node 0 the
+// root). A node sends its subtree's arrivals to its parent in one message
+// once every part that took part in the last episode has reported (at once
+// in the first episode and after that batch), with the notices the parent
+// may lack. The root releases down the same tree, each node passing on the
+// notices its children's floors lack: O(log N) message delays each way, and
+// no node handles more than fanout + 1 arrivals an episode. A barrier is an
 // acquire for every thread in it.
 // From dw on, arrivals and releases carry only vector times (the notices are
 // deposited), and a release waits until the deposits cover its time.
@@ -77,8 +77,8 @@ void Node::ReportArrivals(BarrierId b, BarrierState& bs) {
 }
 
 size_t Node::BarrierParts() const {
-  const uint64_t first_child = uint64_t(kBarrierFanout) * config_.self + 1;
-  return 1 + size_t(std::min<uint64_t>(kBarrierFanout, nodes() > first_child ? nodes() - first_child : 0));
+  const uint64_t first_child = uint64_t(config_.barrier_fanout) * config_.self + 1;
+  return 1 + size_t(std::min<uint64_t>(config_.barrier_fanout, nodes() > first_child ? nodes() - first_child : 0));
 }
 
 Node::BarrierState& Node::BarrierEntry(BarrierId b) {
@@ -149,11 +149,10 @@ void Node::SendUp(BarrierId b, BarrierState& bs) {
   }
   bs.sent = true;
   if (bs.held == 0) return;
-  // The release must start from what the least informed node below knows,
-  // this one included: notices extend a node's bins without gaps.
-  VectorTime floor = bs.held_floor;
-  floor.Meet(log_.known());
-  BarrierArrive up{b, bs.held, bs.subtree_total, bs.held_known, {}, std::move(floor), bs.held_nodes};
+  // The release starts from what the least informed node below knows. This
+  // node knows at least as much as each of them (base: their arrivals
+  // brought their notices), so it can pass on whatever they lack.
+  BarrierArrive up{b, bs.held, bs.subtree_total, bs.held_known, {}, bs.held_floor, bs.held_nodes};
   if (!DepositsNotices(config_.mode)) {
     log_.Missing(reported_, &up.notices);
     reported_ = log_.known();
@@ -229,8 +228,8 @@ void Node::ReportGathered() {
 }
 
 Status Node::OnBarrierArrive(NodeId from, BarrierArrive& m) {
-  const uint64_t part = uint64_t(from) - uint64_t(kBarrierFanout) * config_.self;
-  if (from == 0 || from >= nodes() || part == 0 || part > kBarrierFanout)
+  const uint64_t part = uint64_t(from) - uint64_t(config_.barrier_fanout) * config_.self;
+  if (from == 0 || from >= nodes() || part == 0 || part > config_.barrier_fanout)
     return Status::InvalidArgument("barrier arrival from a node that is not a child in the barrier tree");
   if (m.arrivals == 0 || m.arrivals > m.total || m.nodes > m.arrivals)
     return Status::Malformed("barrier arrival count");

@@ -156,6 +156,11 @@ const OptionSpec kTable[] = {
      "most pages a remote fault fetches at once: the pages after it with the same home, once faults look "
      "sequential or strided (the run adapts below this); 1: one page a fault",
      false, ADD(OPT(page_run)->check(CLI::Range(1, 64))->type_name("PAGES"))},
+    {"--barrier-fanout", "SVM_BARRIER_FANOUT", "4",
+     "children a node in the barrier tree: a node sends its subtree's arrivals up in one message, and "
+     "passes the release down; N - 1 or more: node 0 gathers every node (flat, fewer hops, O(N) work at "
+     "node 0)",
+     false, ADD(OPT(barrier_fanout)->check(CLI::Range(1, 1024))->type_name("N"))},
     {"--stats", "SVM_STATS", "", "write statistics as JSON to FILE", false,
      ADD(OPT(stats)->check(FileName())->type_name("FILE"))},
     {"--timeout", "SVM_TIMEOUT", "0", "end the job after SECONDS (exit 124); 0 = never", false,

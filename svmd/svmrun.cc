@@ -242,6 +242,7 @@ std::vector<std::string> Job::CommonEnv(bool local) const {
       "SVM_REGION_SIZE=" + std::to_string(o_.region_size),
       "SVM_HOME=" + o_.home,
       "SVM_PAGE_RUN=" + std::to_string(o_.page_run),
+      "SVM_BARRIER_FANOUT=" + std::to_string(o_.barrier_fanout),
       "SVM_LOG_LEVEL=" + o_.log_level,
       "SVM_JOB_EPOCH=" + std::to_string(epoch_),
       // The same names and syntax as svmrun's twins (util/units.h).

@@ -1023,7 +1023,7 @@ TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
   EXPECT_EQ(c.node(1).stats().barriers, 3u);
 }
 
-// More than kBarrierFanout + 1 nodes: arrivals go up a tree. Node 1 takes
+// More than barrier_fanout (4) + 1 nodes: arrivals go up a tree. Node 1 takes
 // those of its children 5..7 and, from the second episode on, sends one
 // arrival for all four; node 0 takes one from each of its children, and the
 // release comes back the same way. Notices travel with them (base): a leaf's
@@ -1088,6 +1088,25 @@ TEST(NodeTest, BarrierTreeGivesUpOnAChildThatDoesNotCome) {
   EXPECT_EQ(c.node(1).stats().gathers_given_up, 1u);
   episode(without7, false);  // node 1 learnt that node 7 stays away
   EXPECT_EQ(c.node(1).stats().gathers_given_up, 1u);
+}
+
+// A node whose threads are not in a barrier still relays it for its
+// subtree, with the notices its child's writes make (node 5's, which node 1
+// learns from the arrival it passes up).
+TEST(NodeTest, BarrierRelayOutsideTheBarrierGetsTheNoticesItLacks) {
+  Cluster c(8, 1);
+  const BarrierId b = 3;
+  const PageId p = 2;  // homed at node 2 (cyclic)
+  const std::vector<NodeId> in = {0, 2, 3, 4, 5};
+  for (int round = 0; round < 2; ++round) {
+    c.Write(5, 0, p, 0, uint8_t(20 + round));
+    for (NodeId n : in) ASSERT_EQ(c.node(n).Barrier(0, b, 5, 1), Outcome::kBlocked);
+    c.Drain();
+    for (NodeId n : in) ASSERT_EQ(c.node(n).Barrier(0, b, 5, 1), Outcome::kDone) << "node " << n;
+    EXPECT_EQ(c.node(1).stats().messages_sent[size_t(MessageType::kBarrierRelease)], uint64_t(round + 1));
+    EXPECT_EQ(c.Read(3, 0, p, 0), 20 + round);
+  }
+  EXPECT_EQ(c.Read(1, 0, p, 0), 21);
 }
 
 // Barrier messages come from the tree's neighbours only.
