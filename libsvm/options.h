@@ -53,7 +53,7 @@ struct Options {
   uint64_t net_latency_ns = 0;     // SVM_NET_LATENCY: injected at the receiving NIC
   uint64_t net_bandwidth = 0;      // SVM_NET_BANDWIDTH: bytes/s per connection, 0 = unlimited
   uint32_t page_run = 64;  // SVM_PAGE_RUN: most pages a remote fault fetches
-  uint32_t barrier_fanout = 4;  // SVM_BARRIER_FANOUT: children a node in the barrier tree
+  uint32_t barrier_fanout = 8;  // SVM_BARRIER_FANOUT: children a node in the barrier tree
   uint64_t notice_ring = 64 * 1024;  // SVM_NOTICE_RING: bytes per writer's ring
   uint64_t max_send = 1u << 20;      // SVM_MAX_SEND: longer messages go as fragments
   bool share_globals = true;       // SVM_SHARE_GLOBALS

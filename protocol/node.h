@@ -138,7 +138,7 @@ struct NodeConfig {
   uint32_t max_run = 1;
   // Children a node in the barrier tree (node_barrier.cc), the same on every
   // node; nodes - 1 or more: node 0 gathers every node itself (flat).
-  uint32_t barrier_fanout = 4;
+  uint32_t barrier_fanout = 8;
   // First touch from rf on: claim a page's home by a CAS on the manager's
   // word (Host::ClaimHome) rather than by a HomeClaim message. For
   // transports whose one-sided operations cost less than a message; on tcp

@@ -156,7 +156,7 @@ const OptionSpec kTable[] = {
      "most pages a remote fault fetches at once: the pages after it with the same home, once faults look "
      "sequential or strided (the run adapts below this); 1: one page a fault",
      false, ADD(OPT(page_run)->check(CLI::Range(1, 64))->type_name("PAGES"))},
-    {"--barrier-fanout", "SVM_BARRIER_FANOUT", "4",
+    {"--barrier-fanout", "SVM_BARRIER_FANOUT", "8",
      "children a node in the barrier tree: a node sends its subtree's arrivals up in one message, and "
      "passes the release down; N - 1 or more: node 0 gathers every node (flat, fewer hops, O(N) work at "
      "node 0)",

@@ -98,7 +98,7 @@ struct Options {
   uint64_t region_size = 0;  // 0 until parsed: auto is kRegionPerNode a node
   std::string home = "first-touch";
   uint32_t page_run = 64;
-  uint32_t barrier_fanout = 4;
+  uint32_t barrier_fanout = 8;
   std::string stats;  // JSON statistics file ("" = none)
   double timeout_s = 0;  // 0 = none
   double liveness_timeout_s = 10;  // silence that ends the job; 0 = never

@@ -135,7 +135,7 @@ class TestHost : public MemoryHost {
 class Cluster {
  public:
   Cluster(NodeId n, uint32_t threads, HomePolicy policy = HomePolicy::kCyclic, uint32_t max_run = 1,
-          bool scan_writes = false) {
+          bool scan_writes = false, uint32_t barrier_fanout = NodeConfig{}.barrier_fanout) {
     for (NodeId i = 0; i < n; ++i) {
       hosts_.push_back(std::make_unique<TestHost>(this, i, n));
       hosts_.back()->job_threads = n * threads;
@@ -149,6 +149,7 @@ class Cluster {
       c.home_policy = policy;
       c.max_run = max_run;
       c.scan_writes = scan_writes;
+      c.barrier_fanout = barrier_fanout;
       nodes_.push_back(std::make_unique<Node>(c, hosts_[i].get()));
     }
   }
@@ -1023,13 +1024,13 @@ TEST(NodeTest, BarrierWithPerThreadArrivalsReleasesEachNodeOnce) {
   EXPECT_EQ(c.node(1).stats().barriers, 3u);
 }
 
-// More than barrier_fanout (4) + 1 nodes: arrivals go up a tree. Node 1 takes
+// More than barrier_fanout + 1 nodes (4 here): arrivals go up a tree. Node 1 takes
 // those of its children 5..7 and, from the second episode on, sends one
 // arrival for all four; node 0 takes one from each of its children, and the
 // release comes back the same way. Notices travel with them (base): a leaf's
 // write invalidates a copy in another subtree.
 TEST(NodeTest, BarrierArrivalsCombineUpATreeOfNodes) {
-  Cluster c(8, 1);
+  Cluster c(8, 1, HomePolicy::kCyclic, 1, false, 4);
   const BarrierId b = 3;
   const PageId p = 3;  // homed at node 3 (cyclic)
   EXPECT_EQ(c.Read(2, 0, p, 0), 0);  // node 2 keeps a copy
@@ -1062,7 +1063,7 @@ TEST(NodeTest, BarrierArrivalsCombineUpATreeOfNodes) {
 // holds its parent's batch back until the runtime gives up (ReportGathered,
 // after kGatherNs); the episode then completes with the arrivals that came.
 TEST(NodeTest, BarrierTreeGivesUpOnAChildThatDoesNotCome) {
-  Cluster c(8, 2);
+  Cluster c(8, 2, HomePolicy::kCyclic, 1, false, 4);
   const BarrierId b = 3;
   auto episode = [&](const std::vector<std::pair<NodeId, ThreadId>>& who, bool give_up) {
     for (auto [n, t] : who) ASSERT_EQ(c.node(n).Barrier(t, b, 8, 1), Outcome::kBlocked);
@@ -1094,7 +1095,7 @@ TEST(NodeTest, BarrierTreeGivesUpOnAChildThatDoesNotCome) {
 // subtree, with the notices its child's writes make (node 5's, which node 1
 // learns from the arrival it passes up).
 TEST(NodeTest, BarrierRelayOutsideTheBarrierGetsTheNoticesItLacks) {
-  Cluster c(8, 1);
+  Cluster c(8, 1, HomePolicy::kCyclic, 1, false, 4);
   const BarrierId b = 3;
   const PageId p = 2;  // homed at node 2 (cyclic)
   const std::vector<NodeId> in = {0, 2, 3, 4, 5};
@@ -1111,7 +1112,7 @@ TEST(NodeTest, BarrierRelayOutsideTheBarrierGetsTheNoticesItLacks) {
 
 // Barrier messages come from the tree's neighbours only.
 TEST(NodeTest, BarrierMessagesFromOutsideTheTreeAreRefused) {
-  Cluster c(8, 1);
+  Cluster c(8, 1, HomePolicy::kCyclic, 1, false, 4);
   const VectorTime zero(8);
   BarrierArrive arrive{3, 1, 8, zero, {}, zero, 1};
   EXPECT_EQ(c.node(0).Receive(5, wire::Encode(arrive, 0)).code(), Status::Code::kInvalidArgument);

@@ -86,6 +86,8 @@ Status SetParam(std::string_view name, std::string_view value, CaseConfig* c) {
   if (name == "cyclic-block") return ParseU32(value, &c->cyclic_block) ? Status::Ok() : bad();
   if (name == "max-run")
     return ParseU32(value, &c->max_run) && c->max_run >= 1 && c->max_run <= kMaxPageRun ? Status::Ok() : bad();
+  if (name == "barrier-fanout")
+    return ParseU32(value, &c->barrier_fanout) && c->barrier_fanout >= 1 ? Status::Ok() : bad();
   if (name == "claim-by-cas") {
     if (value != "0" && value != "1") return bad();
     c->claim_by_cas = value == "1";
@@ -213,6 +215,8 @@ std::string ToFlags(const CaseConfig& c) {
     if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
     if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
     if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
+  if (c.barrier_fanout != d.barrier_fanout) s += " --barrier-fanout " + std::to_string(c.barrier_fanout);
+    if (c.barrier_fanout != d.barrier_fanout) s += " --barrier-fanout " + std::to_string(c.barrier_fanout);
     if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
     if (c.gather != d.gather) s += " --gather 1";
     if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
@@ -229,6 +233,7 @@ std::string ToFlags(const CaseConfig& c) {
   if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
   if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
   if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
+  if (c.barrier_fanout != d.barrier_fanout) s += " --barrier-fanout " + std::to_string(c.barrier_fanout);
   if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
   if (c.gather != d.gather) s += " --gather 1";
   if (c.planted_bug != d.planted_bug) s += std::string(" --bug ") + BugFlag(c.planted_bug);
@@ -254,6 +259,8 @@ std::string ToEnv(const CaseConfig& c) {
   if (c.ops) s += " SVM_SIM_OPS=" + std::to_string(c.ops);
   if (c.max_run != 1) s += " SVM_SIM_MAX_RUN=" + std::to_string(c.max_run);
   if (!c.claim_by_cas) s += " SVM_SIM_CLAIM_BY_CAS=0";
+  if (c.barrier_fanout != CaseConfig().barrier_fanout)
+    s += " SVM_SIM_BARRIER_FANOUT=" + std::to_string(c.barrier_fanout);
   if (c.scan_writes) s += " SVM_SIM_SCAN_WRITES=1";
   if (c.gather) s += " SVM_SIM_GATHER=1";
   if (!c.scenario.empty()) {
@@ -297,6 +304,7 @@ bool ConfigFromEnv(CaseConfig* c, Status* error) {
                                           {"SVM_SIM_OPS", "ops"},
                                           {"SVM_SIM_MAX_RUN", "max-run"},
                                           {"SVM_SIM_CLAIM_BY_CAS", "claim-by-cas"},
+                                          {"SVM_SIM_BARRIER_FANOUT", "barrier-fanout"},
                                           {"SVM_SIM_SCAN_WRITES", "scan-writes"},
                                           {"SVM_SIM_GATHER", "gather"},
                                           {"SVM_SIM_MAX_STEPS", "max-steps"},

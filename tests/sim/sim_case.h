@@ -40,6 +40,7 @@ struct CaseConfig {
   Mode mode = Mode::kBase;
   uint32_t max_run = 1;       // NodeConfig::max_run: pages a fetch may carry
   bool claim_by_cas = true;   // NodeConfig::claim_by_cas
+  uint32_t barrier_fanout = 8;  // NodeConfig::barrier_fanout
   bool scan_writes = false;   // NodeConfig::scan_writes: writes to read pages go through
   bool gather = false;        // barriers as the runtime calls them (Node::kGather), not with
                               // the program's own count of each node's threads

@@ -50,6 +50,8 @@ CaseConfig SweepCase(const std::vector<uint32_t>& nodes, uint64_t shard_base, ui
   c.scan_writes = (h >> 52) % 2 == 0;
   // Half the cases call barriers as the runtime does (Node::kGather).
   c.gather = (h >> 56) % 2 == 0;
+  // Barrier trees from a chain to flat, so small jobs have deep ones too.
+  c.barrier_fanout = 1u << ((h >> 60) % 4);  // 1, 2, 4, 8
   // One case in four has slow links: pairs delivered only when nothing else
   // can happen (extreme but legal latencies).
   if ((h >> 24) % 4 == 0) {

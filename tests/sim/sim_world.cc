@@ -90,6 +90,7 @@ World::World(const CaseConfig& config, const Program& program)
     nc.mode = config.mode;
     nc.max_run = config.max_run;
     nc.claim_by_cas = config.claim_by_cas;
+    nc.barrier_fanout = config.barrier_fanout;
     nc.scan_writes = config.scan_writes;
     nc.masked_direct_diffs = true;  // SimHost::WriteDiff applies them with diff::Apply
     nc.TEST_bug = config.planted_bug;
