@@ -167,7 +167,7 @@ void Node::SendUp(BarrierId b, BarrierState& bs) {
 // its floor lacks, and starts the subtree's next episode.
 void Node::Relay(BarrierId b, BarrierState& bs, const BarrierRelease& m) {
   std::vector<BarrierState::Part> parts = std::move(bs.parts);
-  const std::optional<size_t> serial = m.serial ? bs.first : std::nullopt;
+  const size_t serial = m.serial && bs.first ? *bs.first : parts.size();  // parts.size(): none
   bs.parts.assign(parts.size(), {});
   for (size_t i = 0; i < parts.size(); ++i) bs.parts[i].last = parts[i].reported;
   bs.subtree_total = bs.count = bs.nodes = 0;
@@ -181,7 +181,7 @@ void Node::Relay(BarrierId b, BarrierState& bs, const BarrierRelease& m) {
     Send(BarrierChild(i), down);
   }
   if (!parts[0].reported) return;
-  BarrierRelease own{b, m.time, m.collect, {}, serial == size_t{0}};
+  BarrierRelease own{b, m.time, m.collect, {}, serial == 0};
   if (DepositsNotices(config_.mode)) {
     TakeDeposits();
     if (!log_.known().Covers(own.time)) {
