@@ -99,9 +99,10 @@ Node::BarrierState& Node::BarrierEntry(BarrierId b) {
 // batch, which waits until every part of the last episode has reported.
 Status Node::AddArrival(BarrierId b, size_t part, const BarrierArrive& m) {
   BarrierState& bs = BarrierEntry(b);
-  if (bs.subtree_total == 0) bs.subtree_total = m.total;
-  if (bs.subtree_total != m.total || bs.count + m.arrivals > m.total || bs.nodes + m.nodes > nodes())
+  if ((bs.subtree_total != 0 && bs.subtree_total != m.total) || bs.count + m.arrivals > m.total ||
+      bs.nodes + m.nodes > nodes())
     return Status::InvalidArgument("barrier arrivals disagree on the thread count");
+  bs.subtree_total = m.total;
   BarrierState::Part& p = bs.parts[part];
   if (p.reported) {
     p.floor.Meet(m.floor);

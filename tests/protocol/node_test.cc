@@ -1124,6 +1124,11 @@ TEST(NodeTest, BarrierMessagesFromOutsideTheTreeAreRefused) {
   BarrierArrive counted = arrive;
   counted.nodes = 2;  // more nodes than arrivals
   EXPECT_EQ(c.node(1).Receive(6, wire::Encode(counted, 0)).code(), Status::Code::kMalformed);
+  // A refused arrival leaves nothing behind: the next one sets the count.
+  BarrierArrive too_many{4, 9, 9, zero, {}, zero, 9};  // 9 nodes of 8
+  EXPECT_EQ(c.node(1).Receive(6, wire::Encode(too_many, 0)).code(), Status::Code::kInvalidArgument);
+  BarrierArrive right{4, 1, 8, zero, {}, zero, 1};
+  EXPECT_TRUE(c.node(1).Receive(7, wire::Encode(right, 0)).ok());
   BarrierRelease release{3, zero, false, {}, false};
   EXPECT_EQ(c.node(5).Receive(0, wire::Encode(release, 0)).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(c.node(5).Receive(1, wire::Encode(release, 0)).code(), Status::Code::kInvalidArgument)
