@@ -81,6 +81,16 @@ TEST(VectorTimeTest, MergeTakesEntrywiseMax) {
   EXPECT_EQ(a, V({3, 5, 0, 2}));
 }
 
+// Meet (a barrier subtree's floor) is the greatest lower bound.
+TEST(VectorTimeTest, MeetTakesEntrywiseMin) {
+  VectorTime a = V({1, 5, 0, 2});
+  const VectorTime b = V({3, 4, 0, 2});
+  a.Meet(b);
+  EXPECT_EQ(a, V({1, 4, 0, 2}));
+  EXPECT_TRUE(b.Covers(a));
+  EXPECT_TRUE(V({1, 5, 0, 2}).Covers(a));
+}
+
 TEST(VectorTimeTest, ToString) {
   EXPECT_EQ(V({1, 0, 42}).ToString(), "<1,0,42>");
   EXPECT_EQ(V({7}).ToString(), "<7>");
