@@ -215,7 +215,6 @@ std::string ToFlags(const CaseConfig& c) {
     if (c.mode != d.mode) s += std::string(" --mode ") + ToString(c.mode);
     if (c.max_run != d.max_run) s += " --max-run " + std::to_string(c.max_run);
     if (c.claim_by_cas != d.claim_by_cas) s += " --claim-by-cas 0";
-  if (c.barrier_fanout != d.barrier_fanout) s += " --barrier-fanout " + std::to_string(c.barrier_fanout);
     if (c.barrier_fanout != d.barrier_fanout) s += " --barrier-fanout " + std::to_string(c.barrier_fanout);
     if (c.scan_writes != d.scan_writes) s += " --scan-writes 1";
     if (c.gather != d.gather) s += " --gather 1";
