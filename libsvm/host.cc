@@ -212,10 +212,11 @@ void Runtime::Settle() {
   ReapSends();
   poll_hint_.store(!os_ops_.empty() || !deferred_reads_.empty() || node_->NeedsPoll(),
                    std::memory_order_relaxed);
-  if (!node_->Holding())
-    holding_since_ns_.store(0, std::memory_order_relaxed);
-  else if (holding_since_ns_.load(std::memory_order_relaxed) == 0)
-    holding_since_ns_.store(NowNs(), std::memory_order_relaxed);
+  // Stored only when it changes: Settle runs after every Node call, and the
+  // handler reads the word.
+  const bool was_holding = holding_since_ns_.load(std::memory_order_relaxed) != 0;
+  if (node_->Holding() != was_holding)
+    holding_since_ns_.store(was_holding ? 0 : NowNs(), std::memory_order_relaxed);
 }
 
 void Runtime::Wake(ThreadId t) {
