@@ -407,14 +407,10 @@ bool ShmNicImpl::Progress() {
 }
 
 bool ShmNicImpl::WorkVisible() {
-  uint8_t* own = peers_[self()].control;
-  for (NodeId s = 0; s < num_nodes(); ++s) {
-    if (s == self()) continue;
-    RingHead& h = *layout_.head(own, s);
-    if (h.tail.load(std::memory_order_seq_cst) != h.head.load(std::memory_order_relaxed)) return true;
+  if (MessagesWaiting()) return true;
+  for (NodeId s = 0; backlogs_.load(std::memory_order_relaxed) != 0 && s < num_nodes(); ++s) {
     Peer& p = peers_[s];
-    if (backlogs_.load(std::memory_order_relaxed) != 0 && p.has_backlog.load(std::memory_order_relaxed) &&
-        p.control != nullptr) {
+    if (s != self() && p.has_backlog.load(std::memory_order_relaxed) && p.control != nullptr) {
       RingHead& theirs = *layout_.head(p.control, self());
       if (theirs.tail.load(std::memory_order_relaxed) - theirs.head.load(std::memory_order_seq_cst) <
           layout_.ring_bytes)
