@@ -138,9 +138,17 @@ Status Node::AddArrival(BarrierId b, size_t part, const BarrierArrive& m) {
   return Status::Ok();
 }
 
+// The node's own part is not waited for when none of its threads that took
+// part last time is still running towards the barrier (each waits elsewhere
+// or exited): it reports alone if one comes after all.
 bool Node::SubtreeReady(const BarrierState& bs) const {
-  return std::all_of(bs.parts.begin(), bs.parts.end(),
-                     [](const BarrierState::Part& p) { return p.reported || !p.last; });
+  for (size_t i = 0; i < bs.parts.size(); ++i) {
+    const BarrierState::Part& p = bs.parts[i];
+    if (p.reported || !p.last) continue;
+    if (i == 0 && bs.arrived == 0 && Gathered(bs)) continue;
+    return false;
+  }
+  return true;
 }
 
 void Node::SendUp(BarrierId b, BarrierState& bs) {
@@ -197,21 +205,26 @@ void Node::WaitingElsewhere(ThreadId t, bool waiting) {
   assert(t < config_.threads);
   if (elsewhere_[t] == uint8_t(waiting)) return;
   elsewhere_[t] = waiting;
-  if (waiting && !gathering_.empty()) ReportReadyGathers();
+  if (waiting && Gathering()) ReportReadyGathers();
 }
 
 void Node::ThreadExited(ThreadId t) {
   assert(t < config_.threads);
   elsewhere_[t] = 0;
   for (auto& [b, bs] : barriers_) bs->took_part[t] = 0;
-  if (!gathering_.empty()) ReportReadyGathers();
+  if (Gathering()) ReportReadyGathers();
 }
 
 void Node::ReportReadyGathers() {
-  const std::vector<BarrierId> held = gathering_;  // a report may release and change it
-  for (BarrierId b : held) {
+  const std::vector<BarrierId> gathering = gathering_;  // a report may release and change it
+  for (BarrierId b : gathering) {
     BarrierState& bs = *barriers_.at(b);
     if (bs.gathering && Gathered(bs)) ReportArrivals(b, bs);
+  }
+  const std::vector<BarrierId> holding = holding_;
+  for (BarrierId b : holding) {
+    BarrierState& bs = *barriers_.at(b);
+    if (bs.holding && SubtreeReady(bs)) SendUp(b, bs);
   }
 }
 

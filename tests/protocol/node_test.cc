@@ -1091,6 +1091,57 @@ TEST(NodeTest, BarrierTreeGivesUpOnAChildThatDoesNotCome) {
   EXPECT_EQ(c.node(1).stats().gathers_given_up, 1u);
 }
 
+// A node whose own thread took part in the last episode but now waits
+// elsewhere (here: for a lock; or a condition the runtime reports) does not
+// hold its child's arrival for it: the batch goes up at once. One whose
+// thread runs where the node cannot see holds it until the runtime gives up
+// (ReportGathered), as it holds its own arrival for a child that took part
+// last time.
+TEST(NodeTest, BarrierTreeDoesNotHoldForOwnThreadsThatWaitElsewhere) {
+  Cluster c(3, 1, HomePolicy::kCyclic, 1, false, 1);  // a chain: 2 -> 1 -> 0
+  const BarrierId b = 3;
+  const LockId l = 0x40;
+  // Node 0 meets `partner` at b (2 threads); node 1 relays for node 2.
+  auto episode = [&](NodeId partner, auto&& in_between) {
+    SCOPED_TRACE(::testing::Message() << "partner " << partner);
+    ASSERT_EQ(c.node(0).Barrier(0, b, 2, Node::kGather), Outcome::kBlocked);
+    ASSERT_EQ(c.node(partner).Barrier(0, b, 2, Node::kGather), Outcome::kBlocked);
+    c.Drain();
+    in_between();
+    c.Drain();
+    ASSERT_EQ(c.node(0).Barrier(0, b, 2, Node::kGather), Outcome::kDone);
+    ASSERT_EQ(c.node(partner).Barrier(0, b, 2, Node::kGather), Outcome::kDone);
+  };
+  auto held_then_given_up = [&] {
+    EXPECT_TRUE(c.node(1).Holding());
+    c.node(1).ReportGathered();
+  };
+  episode(1, [] {});  // node 1's thread takes part
+  c.Complete([&] { return c.node(2).Acquire(0, l); });
+  ASSERT_EQ(c.node(1).Acquire(0, l), Outcome::kBlocked);
+  const uint64_t up = c.node(1).stats().messages_sent[size_t(MessageType::kBarrierArrive)];
+  episode(2, [&] {
+    EXPECT_FALSE(c.node(1).Holding()) << "its thread waits for a lock";
+    EXPECT_EQ(c.node(1).stats().messages_sent[size_t(MessageType::kBarrierArrive)], up + 1);
+  });
+  c.node(2).Release(0, l);
+  c.Drain();
+  ASSERT_EQ(c.node(1).Acquire(0, l), Outcome::kDone);
+  c.node(1).Release(0, l);
+  EXPECT_EQ(c.node(1).stats().gathers_given_up, 0u);
+  episode(1, held_then_given_up);  // for node 2, which took part last time
+  episode(2, [&] {
+    EXPECT_TRUE(c.node(1).Holding()) << "its thread runs: it may still come";
+    c.node(1).WaitingElsewhere(0, true);  // e.g. a condition: the runtime says so
+    EXPECT_FALSE(c.node(1).Holding());
+  });
+  c.node(1).WaitingElsewhere(0, false);
+  EXPECT_EQ(c.node(1).stats().gathers_given_up, 1u);
+  episode(1, held_then_given_up);
+  episode(2, held_then_given_up);
+  EXPECT_EQ(c.node(1).stats().gathers_given_up, 3u);
+}
+
 // A node whose threads are not in a barrier still relays it for its
 // subtree, with the notices its child's writes make (node 5's, which node 1
 // learns from the arrival it passes up).
