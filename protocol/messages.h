@@ -102,6 +102,10 @@ struct BarrierRelease {
   bool collect = false;
   std::vector<WriteNotice> notices;
   bool serial = false;
+  // The child's arrival messages this release covers, counted from its
+  // first (a node cannot tell a late arrival from an early one of the next
+  // episode; the root can). The root's own release: its episode.
+  uint64_t covers = 0;
   friend bool operator==(const BarrierRelease&, const BarrierRelease&) = default;
 };
 

@@ -1,10 +1,11 @@
 // Node: hierarchical barriers. Threads of a node meet locally; the last one
 // closes the node's interval and reports, as one part of the node's subtree
 // in a tree of nodes (NodeConfig::barrier_fanout children a node, node 0 the
-// root). A node sends its subtree's arrivals to its parent in one message
-// once every part that took part in the last episode has reported (at once
-// in the first episode and after that batch), with the notices the parent
-// may lack. The root releases down the same tree, each node passing on the
+// root). A node sends its subtree's arrivals to its parent in one message (a
+// batch) once every part that took part in the last episode has reported
+// (at once in the first episode and while a batch awaits its release), with
+// the notices the parent may lack. The root releases down the same tree,
+// each release naming the batches it covers, each node passing on the
 // notices its children's floors lack: O(log N) message delays each way, and
 // no node handles more than fanout + 1 arrivals an episode. A barrier is an
 // acquire for every thread in it.
@@ -22,7 +23,7 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
   assert(t < config_.threads && local <= total && total >= 1);
   BarrierState& bs = BarrierEntry(b);
   if (!bs.waiting[t]) {
-    bs.waiting[t] = bs.episode;
+    bs.waiting[t] = 0;
     bs.total = total;
     ++bs.arrived;
     if (local != kGather) {
@@ -40,8 +41,9 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
     }
     WaitingElsewhere(t, true);  // other barriers gather for it no longer
   }
-  if (bs.episode > *bs.waiting[t]) {
+  if (bs.released[t]) {
     bs.waiting[t].reset();
+    bs.released[t] = 0;
     WaitingElsewhere(t, false);
     if (serial && bs.serial == t) {
       *serial = true;
@@ -54,7 +56,8 @@ Outcome Node::Barrier(ThreadId t, BarrierId b, uint32_t total, uint32_t local, b
 
 bool Node::Gathered(const BarrierState& bs) const {
   for (ThreadId u = 0; u < config_.threads; ++u) {
-    if (bs.took_part[u] && bs.waiting[u] != bs.episode && !elsewhere_[u]) return false;
+    const bool here = bs.waiting[u] && !bs.released[u];
+    if (bs.took_part[u] && !here && !elsewhere_[u]) return false;
   }
   return true;
 }
@@ -68,7 +71,11 @@ void Node::ReportArrivals(BarrierId b, BarrierState& bs) {
   }
   if (bs.arrived == 0) return;
   CloseInterval();
-  const bool first = bs.parts.empty() || !bs.parts[0].reported;
+  // The batch that will carry them (the root: the episode they are in).
+  const uint64_t batch = config_.self == 0 ? bs.covered + 1 : bs.sent_batches + 1;
+  for (std::optional<uint64_t>& w : bs.waiting)
+    if (w && *w == 0) *w = batch;
+  const bool first = !bs.parts[0].reported;
   BarrierArrive own{b, bs.arrived, bs.total, log_.known(), {}, log_.known(), first ? 1u : 0u};
   bs.arrived = 0;
   Status st = AddArrival(b, 0, own);
@@ -86,6 +93,7 @@ Node::BarrierState& Node::BarrierEntry(BarrierId b) {
   if (!entry) {
     entry = std::make_unique<BarrierState>();
     entry->waiting.resize(config_.threads);
+    entry->released.resize(config_.threads);
     entry->took_part.resize(config_.threads);
     entry->parts.resize(BarrierParts());
     entry->time = VectorTime(nodes());
@@ -94,30 +102,31 @@ Node::BarrierState& Node::BarrierEntry(BarrierId b) {
   return *entry;
 }
 
-// One part's arrivals join the subtree's episode. The root releases when all
-// have come; another node sends them up, at once after the episode's first
-// batch, which waits until every part of the last episode has reported.
+// One part's arrivals join the subtree's. The root counts them into its
+// episode and releases at the total; another node sends them up, at once
+// while a batch awaits its release, else once every part of the last window
+// has reported.
 Status Node::AddArrival(BarrierId b, size_t part, const BarrierArrive& m) {
   BarrierState& bs = BarrierEntry(b);
-  if ((bs.subtree_total != 0 && bs.subtree_total != m.total) || bs.count + m.arrivals > m.total ||
-      bs.nodes + m.nodes > nodes())
+  const bool root = config_.self == 0;
+  // Only the root can count an episode: elsewhere the arrivals of two may mix.
+  if ((bs.subtree_total != 0 && bs.subtree_total != m.total) || m.nodes > nodes() ||
+      (root && (bs.count + m.arrivals > m.total || bs.nodes + m.nodes > nodes())))
     return Status::InvalidArgument("barrier arrivals disagree on the thread count");
   bs.subtree_total = m.total;
   BarrierState::Part& p = bs.parts[part];
-  if (p.reported) {
-    p.floor.Meet(m.floor);
-  } else {
-    p.reported = true;
-    p.floor = m.floor;
-    if (!bs.first) bs.first = part;
+  p.reported = true;
+  if (part != 0) {
+    p.batches++;
+    p.floors.push_back(m.floor);
   }
-  bs.count += m.arrivals;
-  bs.nodes += m.nodes;
-  bs.time.Merge(m.known);
-  if (config_.self == 0) {
+  if (root) {
+    bs.count += m.arrivals;
+    bs.nodes += m.nodes;
+    bs.time.Merge(m.known);
     if (bs.count == bs.subtree_total) {
       const bool collect = bs.subtree_total == host_->JobThreads() && bs.nodes == nodes();
-      Relay(b, bs, BarrierRelease{b, bs.time, collect, {}, true});
+      Relay(b, bs, BarrierRelease{b, bs.time, collect, {}, true, bs.covered + 1});
     }
     return Status::Ok();
   }
@@ -128,8 +137,9 @@ Status Node::AddArrival(BarrierId b, size_t part, const BarrierArrive& m) {
   }
   bs.held += m.arrivals;
   bs.held_nodes += m.nodes;
+  if (part == 0) bs.held_own += m.arrivals;
   bs.held_known.Merge(m.known);
-  if (bs.sent || SubtreeReady(bs)) {
+  if (bs.awaiting() || SubtreeReady(bs)) {
     SendUp(b, bs);
   } else if (!bs.holding) {
     bs.holding = true;
@@ -138,9 +148,6 @@ Status Node::AddArrival(BarrierId b, size_t part, const BarrierArrive& m) {
   return Status::Ok();
 }
 
-// The node's own part is not waited for when none of its threads that took
-// part last time is still running towards the barrier (each waits elsewhere
-// or exited): it reports alone if one comes after all.
 bool Node::SubtreeReady(const BarrierState& bs) const {
   for (size_t i = 0; i < bs.parts.size(); ++i) {
     const BarrierState::Part& p = bs.parts[i];
@@ -156,7 +163,6 @@ void Node::SendUp(BarrierId b, BarrierState& bs) {
     bs.holding = false;
     std::erase(holding_, b);
   }
-  bs.sent = true;
   if (bs.held == 0) return;
   // The release starts from what the least informed node below knows. This
   // node knows at least as much as each of them (base: their arrivals
@@ -166,39 +172,78 @@ void Node::SendUp(BarrierId b, BarrierState& bs) {
     log_.Missing(reported_, &up.notices);
     reported_ = log_.known();
   }
+  BarrierState::Batch& batch = bs.unreleased.emplace_back();
+  batch.seq = ++bs.sent_batches;
+  batch.own = bs.held_own;
+  batch.child_batches.resize(bs.parts.size());
+  for (size_t i = 1; i < bs.parts.size(); ++i) batch.child_batches[i] = bs.parts[i].batches;
   bs.held = 0;
   bs.held_nodes = 0;
+  bs.held_own = 0;
   bs.held_known = VectorTime(nodes());
   Send(BarrierParent(), up);
 }
 
-// Passes the release down to the parts that took part, each with the notices
-// its floor lacks, and starts the subtree's next episode.
+// Passes a release down: to each child the batches of its that the
+// release covers (at the root: every batch come so far), with the notices
+// their floors lack, and to this node's own threads those in the batches it
+// covers (m.covers; at the root, the episode). When the subtree has caught
+// up (no batch awaits a release) its next window starts: the parts that
+// reported are the ones the next batch waits for.
 void Node::Relay(BarrierId b, BarrierState& bs, const BarrierRelease& m) {
-  std::vector<BarrierState::Part> parts = std::move(bs.parts);
-  const size_t serial = m.serial && bs.first ? *bs.first : parts.size();  // parts.size(): none
-  bs.parts.assign(parts.size(), {});
-  for (size_t i = 0; i < parts.size(); ++i) bs.parts[i].last = parts[i].reported;
-  bs.subtree_total = bs.count = bs.nodes = 0;
-  bs.time = VectorTime(nodes());
-  bs.first.reset();
-  bs.sent = false;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (!parts[i].reported) continue;
-    BarrierRelease down{b, m.time, m.collect, {}, serial == i};
-    if (!DepositsNotices(config_.mode)) log_.Missing(parts[i].floor, &down.notices);
+  const bool root = config_.self == 0;
+  std::vector<uint64_t> covers(bs.parts.size());
+  bool own = false;
+  if (root) {
+    for (size_t i = 1; i < bs.parts.size(); ++i) covers[i] = bs.parts[i].batches;
+    own = bs.parts[0].reported;
+  } else {
+    while (!bs.unreleased.empty() && bs.unreleased.front().seq <= m.covers) {
+      covers = std::move(bs.unreleased.front().child_batches);
+      own = own || bs.unreleased.front().own != 0;
+      bs.unreleased.pop_front();
+    }
+  }
+  bs.covered = m.covers;
+  size_t serial = bs.parts.size();  // none
+  if (m.serial) {
+    serial = 0;
+    while (serial < bs.parts.size() && !(serial == 0 ? own : covers[serial] > bs.parts[serial].released)) ++serial;
+  }
+  for (size_t i = 1; i < bs.parts.size(); ++i) {
+    BarrierState::Part& p = bs.parts[i];
+    if (covers[i] <= p.released) continue;
+    BarrierRelease down{b, m.time, m.collect, {}, serial == i, covers[i]};
+    VectorTime floor = std::move(p.floors.front());
+    p.floors.pop_front();
+    for (; p.released + 1 < covers[i]; ++p.released) {
+      floor.Meet(p.floors.front());
+      p.floors.pop_front();
+    }
+    p.released = covers[i];
+    if (!DepositsNotices(config_.mode)) log_.Missing(floor, &down.notices);
     Send(BarrierChild(i), down);
   }
-  if (!parts[0].reported) return;
-  BarrierRelease own{b, m.time, m.collect, {}, serial == 0};
+  if (root || (!bs.awaiting() && bs.held == 0)) {
+    for (BarrierState::Part& p : bs.parts) {
+      p.last = p.reported;
+      p.reported = false;
+    }
+    bs.subtree_total = bs.count = bs.nodes = 0;
+    bs.time = VectorTime(nodes());
+  }
+  if (!own) return;
+  BarrierRelease mine{b, m.time, m.collect, {}, serial == 0, m.covers};
   if (DepositsNotices(config_.mode)) {
     TakeDeposits();
-    if (!log_.known().Covers(own.time)) {
-      pending_releases_.push_back(std::move(own));
+    const bool behind = std::any_of(pending_releases_.begin(), pending_releases_.end(),
+                                    [b](const BarrierRelease& r) { return r.barrier == b; });
+    if (behind || !log_.known().Covers(mine.time)) {
+      pending_releases_.push_back(std::move(mine));
       return;
     }
   }
-  FinishRelease(own);
+  FinishRelease(mine);
 }
 
 void Node::WaitingElsewhere(ThreadId t, bool waiting) {
@@ -263,7 +308,8 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
   if (config_.self == 0 || from != BarrierParent())
     return Status::InvalidArgument("barrier release not from the parent in the barrier tree");
   auto it = barriers_.find(m.barrier);
-  if (it == barriers_.end() || !it->second->sent || it->second->held != 0)
+  if (it == barriers_.end() || m.covers <= it->second->covered || m.covers > it->second->sent_batches ||
+      it->second->held != 0)
     return Status::InvalidArgument("release of a barrier nobody waits at");
   if (DepositsNotices(config_.mode)) {
     if (!m.notices.empty()) return Status::Malformed("barrier release with notices in a depositing mode");
@@ -276,16 +322,17 @@ Status Node::OnBarrierRelease(NodeId from, BarrierRelease& m) {
   return Status::Ok();
 }
 
+// Releases the threads whose arrivals the batches up to m.covers carried.
 // REQUIRES: the bins cover m.time.
 void Node::FinishRelease(BarrierRelease& m) {
   BarrierState& bs = *barriers_.at(m.barrier);
-  assert(bs.arrived == 0 && !bs.gathering);
-  const uint64_t episode = bs.episode++;
-  bs.begun = false;
+  if (bs.arrived == 0 && !bs.gathering) bs.begun = false;  // else a later episode began here
   bool serial = m.serial;
   for (ThreadId t = 0; t < config_.threads; ++t) {
-    bs.took_part[t] = bs.waiting[t] == episode;
-    if (!bs.took_part[t]) continue;
+    const bool in = bs.waiting[t] && *bs.waiting[t] != 0 && *bs.waiting[t] <= m.covers && !bs.released[t];
+    bs.took_part[t] = in;
+    if (!in) continue;
+    bs.released[t] = 1;
     ApplyView(t, m.time);
     if (serial) {
       bs.serial = t;

@@ -129,38 +129,60 @@ struct Node::Lock {
 
 // A barrier as seen by this node's threads.
 struct Node::BarrierState {
-  uint32_t arrived = 0;     // local threads of the current episode not yet reported
+  uint32_t arrived = 0;     // local threads arrived and not yet reported
   uint32_t total = 0;       // the job's threads that reach it
-  uint64_t episode = 0;     // episodes released so far
-  std::vector<std::optional<uint64_t>> waiting;  // per thread: episode awaited
+  // Per thread: arrived and not yet returned, with the batch that carries
+  // its arrival (0 until reported; at the root, the episode); and whether a
+  // release covered that batch.
+  std::vector<std::optional<uint64_t>> waiting;
+  std::vector<uint8_t> released;
   std::optional<ThreadId> serial;  // the serial thread of the last episode
-  // kGather: the threads of the last released episode (whom the next one
+  // kGather: the threads of the last release (whom the next episode
   // gathers), and whether this episode's batch is still held back.
   std::vector<uint8_t> took_part;
   bool begun = false;
   bool gathering = false;
 
-  // The subtree's episode (node_barrier.cc): parts[0] is this node's own
-  // threads, parts[1 + i] child i's subtree. It starts over when the release
-  // passes down, before this node's own threads may be released (dw on: a
-  // release waits for deposits), since the children may arrive again then.
+  // parts[0] is this node's own threads, parts[1 + i] child i's subtree.
   struct Part {
-    bool reported = false;  // this episode
-    bool last = false;      // in the last episode: the batch waits for it
-    VectorTime floor;       // the least of what it reported this episode
+    bool reported = false;  // since the subtree last caught up (the root: this episode)
+    bool last = false;      // in the window before: the batch waits for it
+    // A child's arrival messages (batches): how many came, how many the
+    // releases sent down covered, and the floors of those not yet covered.
+    uint64_t batches = 0;
+    uint64_t released = 0;
+    std::deque<VectorTime> floors;
   };
   std::vector<Part> parts;
   uint32_t subtree_total = 0;  // 0 until the first arrival of the episode
-  uint32_t count = 0;          // arrivals this episode (the root releases at the total)
-  uint32_t nodes = 0;          // nodes whose own threads arrived this episode
-  VectorTime time;             // merged known vectors of this episode's arrivals
-  std::optional<size_t> first;  // the part that reported first: the serial thread's
-  // Arrivals not yet sent to the parent. The first batch of an episode waits
-  // for every part of the last; what comes after it goes at once.
+  // The root: this episode's arrivals (it releases at the total), nodes
+  // whose own threads arrived, and their merged known vectors.
+  uint32_t count = 0;
+  uint32_t nodes = 0;
+  VectorTime time;
+  // Batches this node sent its parent, numbered from 1, and how many a
+  // release covered: a node cannot tell an arrival that is late for the
+  // episode its batch went in from one early for the next (its thread
+  // learnt elsewhere that the episode ended), so it sends both at once and
+  // wakes and releases only what the release names (at the root: the
+  // episodes it completed). Each batch keeps how many of each child's
+  // batches it passed on and how many own threads it carried.
+  struct Batch {
+    uint64_t seq = 0;
+    std::vector<uint64_t> child_batches;
+    uint32_t own = 0;
+  };
+  uint64_t sent_batches = 0;
+  uint64_t covered = 0;
+  std::deque<Batch> unreleased;
+  bool awaiting() const { return sent_batches > covered; }
+  // Arrivals not yet sent to the parent. The first batch after the subtree
+  // caught up waits for every part of the window before; what comes while a
+  // batch awaits its release goes at once.
   uint32_t held = 0;
   uint32_t held_nodes = 0;
+  uint32_t held_own = 0;
   VectorTime held_known, held_floor;
-  bool sent = false;
   bool holding = false;  // in holding_
 };
 

@@ -95,6 +95,7 @@ void PutBody(Writer& w, const BarrierRelease& m) {
   PutBool(w, m.collect);
   PutNotices(w, m.notices);
   PutBool(w, m.serial);
+  w.PutU64(m.covers);
 }
 
 void PutBody(Writer& w, const HomeClaim& m) {
@@ -324,6 +325,7 @@ void ReadBody(BodyReader& r, BarrierRelease* m) {
   r.Bool(&m->collect, "collect");
   r.Notices(&m->notices, "notices");
   r.Bool(&m->serial, "serial");
+  r.U64(&m->covers, "covers");
 }
 
 void ReadBody(BodyReader& r, HomeClaim* m) {

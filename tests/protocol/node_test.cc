@@ -1142,6 +1142,57 @@ TEST(NodeTest, BarrierTreeDoesNotHoldForOwnThreadsThatWaitElsewhere) {
   EXPECT_EQ(c.node(1).stats().gathers_given_up, 3u);
 }
 
+// A thread can learn that an episode ended (its root's threads passed)
+// before its node has the release, and arrive for the next one: the node,
+// its batch still awaiting that release, sends the arrival up at once, and
+// the root counts it in the next episode. The release of the first must not
+// wake it (it once did: it passed a barrier the others had not reached, and
+// the next release found nobody waiting and was refused). Also a child's
+// early arrival (node 2), and a second thread of a node (flat).
+TEST(NodeTest, BarrierReleaseWakesOnlyTheBatchesItCovers) {
+  const BarrierId b = 3;
+  for (NodeId early : {NodeId(1), NodeId(2)}) {
+    SCOPED_TRACE(::testing::Message() << "early node " << early);
+    Cluster c(3, 1, HomePolicy::kCyclic, 1, false, 1);  // a chain: 2 -> 1 -> 0
+    const NodeId partner = early == 1 ? 2 : 1;
+    // Episode 1: node 0 meets `partner`; node 1 relays if node 2 is in.
+    ASSERT_EQ(c.node(partner).Barrier(0, b, 2, Node::kGather), Outcome::kBlocked);
+    c.Drain();
+    c.Hold(0, 1);  // the release to node 1 is slow
+    ASSERT_EQ(c.node(0).Barrier(0, b, 2, Node::kGather), Outcome::kDone) << "the root releases its own at once";
+    // Node 0's thread goes on (it tells `early` so by some other way) and
+    // `early` arrives for episode 2 before node 1 has episode 1's release.
+    ASSERT_EQ(c.node(early).Barrier(0, b, 2, Node::kGather), Outcome::kBlocked);
+    c.Drain();
+    c.Unhold(0, 1);
+    c.Drain();
+    ASSERT_EQ(c.node(partner).Barrier(0, b, 2, Node::kGather), Outcome::kDone);
+    ASSERT_EQ(c.node(early).Barrier(0, b, 2, Node::kGather), Outcome::kBlocked)
+        << "released by the episode it was not in";
+    bool serial0 = false, serial1 = false;
+    ASSERT_EQ(c.node(0).Barrier(0, b, 2, Node::kGather, &serial0), Outcome::kDone) << "the last to arrive";
+    c.Drain();
+    ASSERT_EQ(c.node(early).Barrier(0, b, 2, Node::kGather, &serial1), Outcome::kDone);
+    EXPECT_EQ(serial0 + serial1, 1);
+  }
+  // Flat, a node of two threads: thread 1 of node 1 arrives for episode 2
+  // while thread 0's release of episode 1 is on its way.
+  Cluster c(2, 2);
+  ASSERT_EQ(c.node(1).Barrier(0, b, 2, Node::kGather), Outcome::kBlocked);
+  c.Drain();
+  c.Hold(0, 1);
+  ASSERT_EQ(c.node(0).Barrier(0, b, 2, Node::kGather), Outcome::kDone);
+  ASSERT_EQ(c.node(1).Barrier(1, b, 2, Node::kGather), Outcome::kBlocked);
+  c.Drain();
+  c.Unhold(0, 1);
+  c.Drain();
+  ASSERT_EQ(c.node(1).Barrier(0, b, 2, Node::kGather), Outcome::kDone);
+  ASSERT_EQ(c.node(1).Barrier(1, b, 2, Node::kGather), Outcome::kBlocked) << "released by the episode it was not in";
+  ASSERT_EQ(c.node(0).Barrier(0, b, 2, Node::kGather), Outcome::kDone);
+  c.Drain();
+  ASSERT_EQ(c.node(1).Barrier(1, b, 2, Node::kGather), Outcome::kDone);
+}
+
 // A node whose threads are not in a barrier still relays it for its
 // subtree, with the notices its child's writes make (node 5's, which node 1
 // learns from the arrival it passes up).
@@ -1825,7 +1876,7 @@ TEST(NodeModeTest, HomePageNobodyHoldsGoesBackToUntracked) {
     auto barrier = [&] {  // node 0, the master, has nothing to announce
       ++b;
       ASSERT_EQ(n.Barrier(0, b, 2, 1, nullptr), Outcome::kBlocked);
-      BarrierRelease r{b, VectorTime(std::vector<IntervalId>{0, IntervalId(n.stats().intervals)}), false, {}, false};
+      BarrierRelease r{b, VectorTime(std::vector<IntervalId>{0, IntervalId(n.stats().intervals)}), false, {}, false, 1};
       ASSERT_TRUE(n.Receive(0, wire::Encode(r, 0)).ok());
       ASSERT_EQ(n.Barrier(0, b, 2, 1, nullptr), Outcome::kDone);
     };

@@ -51,7 +51,7 @@ std::vector<Message> Samples() {
       LockGrant{0, Vt({0, 0, 0}), {}},
       BarrierArrive{1, 2, 8, Vt({3, 1, 2}), {{1, 3, {10, 11}}}, Vt({2, 0, 2}), 1},
       BarrierArrive{UINT64_MAX, UINT32_MAX, UINT32_MAX, Vt({0, 0, 0}), {}, Vt({0, 0, 0}), UINT32_MAX},
-      BarrierRelease{2, Vt({9, 9, 9}), true, notices},
+      BarrierRelease{2, Vt({9, 9, 9}), true, notices, true, UINT64_MAX},
       BarrierRelease{0, Vt({0, 0, 0}), false, {}},
       HomeClaim{123},
       HomeClaim{UINT64_MAX, kMaxPageRun - 1},
@@ -542,7 +542,8 @@ TEST(Wire, OversizedListCountsRejected) {
       w.PutU32(1);
       w.PutU32(count);
       w.PutU64(5);
-      w.PutU8(0);  // serial
+      w.PutU8(0);   // serial
+      w.PutU64(1);  // covers
     });
     EXPECT_EQ(DecodeBytes(pages).ok(), count == 1);
     // Byte string length: one byte follows.
