@@ -215,8 +215,14 @@ void Runtime::Settle() {
   // Stored only when it changes: Settle runs after every Node call, and the
   // handler reads the word.
   const bool was_holding = holding_since_ns_.load(std::memory_order_relaxed) != 0;
-  if (node_->Holding() != was_holding)
+  if (node_->Holding() != was_holding) {
     holding_since_ns_.store(was_holding ? 0 : NowNs(), std::memory_order_relaxed);
+    // The handler gives a hold up (kGatherNs) and learns of it between its
+    // waits, which last 200 ms when idle: one begun on another thread (a
+    // program thread's arrival, or a message it dispatched while waiting)
+    // wakes it with a message that does nothing (no object 0 has waiters).
+    if (!was_holding && std::this_thread::get_id() != handler_.get_id()) SendMessage(self(), SyncWake{0});
+  }
 }
 
 void Runtime::Wake(ThreadId t) {

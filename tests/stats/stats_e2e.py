@@ -152,7 +152,8 @@ for fanout, relays in (("1", True), (None, False)):
 # handler thread gives up (no thread of that node is in the barrier: without
 # the handler's give-up the job hangs). Holds for a child that took part
 # last time are given up in both: per three rounds 2 give-ups with
-# conditions, 4 with the file (doc/locks.md, "Barriers: a tree of nodes").
+# conditions, up to 4 with the file (34-37 in 30 rounds here against 18;
+# doc/locks.md, "Barriers: a tree of nodes").
 ROT_ROUNDS = 30
 r_args = argparse.Namespace(**{**vars(args), "program": args.rotate_program})
 turn_file = os.path.join(args.workdir, "barrier_rotate.turn")
@@ -178,7 +179,8 @@ for fanout in (None, "1"):
 if ("1", "cond") in given_up and ("1", "file") in given_up:
     check("rotate, fanout 1: a worker waiting on a condition is not held for",
           given_up["1", "cond"] <= ROT_ROUNDS * 3 // 4, "%d give-ups in %d rounds" % (given_up["1", "cond"], ROT_ROUNDS))
-    check("rotate, fanout 1: a worker the runtime cannot see is held for", given_up["1", "file"] >= ROT_ROUNDS,
+    check("rotate, fanout 1: a worker the runtime cannot see is held for",
+          given_up["1", "file"] >= given_up["1", "cond"] + ROT_ROUNDS // 6,
           "%d give-ups in %d rounds (cond: %d)" % (given_up["1", "file"], ROT_ROUNDS, given_up["1", "cond"]))
 
 # First touch by CAS (rf and up over shm): a sweep's claims take pages
