@@ -140,11 +140,17 @@ TEST(Faults, StoppedNodeEndsTheJobNamingIt) {
 // Stopped before it joined (no PING reaches it yet): /proc tells svmrun.
 TEST(Faults, NodeStoppedBeforeJoiningEndsTheJob) {
   Child c(Svmrun({"-n", "2", "--liveness-timeout", "1"}, {FakeNode(), "--wait", "--delay-rendezvous", "3000"}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Both nodes started (a loaded machine, e.g. under the sanitizers beside
+  // other work, took longer than a fixed 500 ms): well before they join.
   std::vector<pid_t> kids;
-  std::ifstream in("/proc/" + std::to_string(c.pid()) + "/task/" + std::to_string(c.pid()) + "/children");
-  for (pid_t p; in >> p;) kids.push_back(p);
-  ASSERT_EQ(kids.size(), 2u);
+  const auto begun = Clock::now();
+  while (kids.size() < 2 && SecondsSince(begun) < 2.0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kids.clear();
+    std::ifstream in("/proc/" + std::to_string(c.pid()) + "/task/" + std::to_string(c.pid()) + "/children");
+    for (pid_t p; in >> p;) kids.push_back(p);
+  }
+  ASSERT_EQ(kids.size(), 2u) << "svmrun started " << kids.size() << " nodes in 2 s";
   kill(kids[1], SIGSTOP);
   auto start = Clock::now();
   EXPECT_EQ(c.ExitCode(), 255) << c.err;

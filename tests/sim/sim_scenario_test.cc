@@ -140,6 +140,20 @@ TEST(SimScenario, GatheringBarrierDoesNotWaitForAThreadThatWaitsElsewhere) {
   }
 }
 
+// A thread that arrives for the next episode before its node has the
+// release of this one (it learnt of it elsewhere) is not released by it.
+TEST(SimScenario, BarrierReleaseDoesNotPassAThreadOfTheNextEpisode) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    for (uint32_t variant = 0; variant < 3; ++variant) {
+      for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
+        const ScenarioRun run = RunScenario(mode, "barrier-early-arrival", seed, variant);
+        ASSERT_TRUE(run.result.ok) << "variant " << variant << ": " << run.result.message;
+      }
+    }
+  }
+}
+
 TEST(SimScenario, FetchArrivesAtHomeBeforeTheDiff) {
   for (Mode mode : kModes) {
     SCOPED_TRACE(ToString(mode));

@@ -693,6 +693,49 @@ void GatherElsewhere(CaseConfig* c, Scenario* s) {
   s->program = b.Take();
 }
 
+// A thread that learns outside the barrier (a flag) that episode 1 of
+// barrier 70 ended arrives for episode 2 while the release of episode 1 to
+// its node is held back (the pair 0 -> 1 delayed); it holds a READ copy of
+// X, which node 0 writes before its own arrival at episode 2, and reads X
+// after that barrier: the release of episode 1 must not let it through.
+// Variant 0: 3 nodes as a chain (fanout 1), `early` node 1's thread and the
+// partner of episode 1 node 2's; variant 1: the chain, early node 2 (a
+// child's arrival, relayed by node 1); variant 2: 2 nodes of 2 threads,
+// flat, early node 1's thread 1 and the partner its thread 0.
+void BarrierEarlyArrival(CaseConfig* c, Scenario* s) {
+  const uint32_t v = c->variant % 3;
+  const uint32_t N = v == 2 ? 2 : 3, T = v == 2 ? 2 : 1, P = 2;
+  Shape(c, N, T, P);
+  c->home_policy = HomePolicy::kCyclic;
+  c->barrier_fanout = v == 2 ? 8 : 1;
+  c->delayed = {{0, 1}};
+  s->page = PageHomedAt(N, P, 0);
+  ProgramBuilder b(N, T, P);
+  const uint32_t x = b.AddVar(s->page * kPage + 16, 8);
+  const uint32_t root = b.G(0, 0);
+  const uint32_t early = v == 0 ? b.G(1, 0) : v == 1 ? b.G(2, 0) : b.G(1, 1);
+  const uint32_t partner = v == 0 ? b.G(2, 0) : b.G(1, 0);
+  const uint64_t F = 7, G = 8;
+  const LockId L = 0x3200;
+  b.Acquire(early, L);  // its copy, read before node 0 writes
+  b.Read(early, x);
+  b.Release(early, L);
+  b.Signal(early, G);
+  b.BarrierOf(partner, 70, 2, 1);
+  b.BarrierOf(root, 70, 2, 1);
+  b.Await(root, G);
+  b.Signal(root, F);
+  b.Acquire(root, L);
+  b.Write(root, x);
+  b.Release(root, L);
+  b.BarrierOf(root, 70, 2, 1);
+  b.Await(early, F);
+  b.BarrierOf(early, 70, 2, 1);
+  b.Read(early, x);
+  b.FinalCheck(71);
+  s->program = b.Take();
+}
+
 using Builder = void (*)(CaseConfig*, Scenario*);
 
 const std::map<std::string, Builder>& Builders() {
@@ -713,6 +756,7 @@ const std::map<std::string, Builder>& Builders() {
       {"home-waits-for-diff", HomeWaitsForDiff},
       {"handoff-then-stale-copy", HandoffThenStaleCopy},
       {"barrier-last-arrival", BarrierLastArrivalNotice},
+      {"barrier-early-arrival", BarrierEarlyArrival},
       {"first-fetch-while-home-writes", FirstFetchWhileHomeWrites},
       {"copy-gone-then-fetched-while-home-writes", CopyGoneThenFetchedWhileHomeWrites},
       {"gc-while-a-node-has-no-thread", GcWhileANodeHasNoThread},
