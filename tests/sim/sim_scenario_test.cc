@@ -37,6 +37,19 @@ ScenarioRun RunScenario(Mode mode, const std::string& name, uint64_t seed, uint3
   return run;
 }
 
+// Every mode, variant and seed of the scenario runs correct.
+void ExpectCorrect(const std::string& name, uint32_t variants, uint64_t seeds) {
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(ToString(mode));
+    for (uint32_t variant = 0; variant < variants; ++variant) {
+      for (uint64_t seed = 1; seed <= seeds; ++seed) {
+        const ScenarioRun run = RunScenario(mode, name, seed, variant);
+        ASSERT_TRUE(run.result.ok) << "variant " << variant << ": " << run.result.message;
+      }
+    }
+  }
+}
+
 TEST(SimScenario, ByteInterleavedWritersOfOnePage) {
   for (Mode mode : kModes) {
     SCOPED_TRACE(ToString(mode));
@@ -129,29 +142,13 @@ TEST(SimScenario, SubsetBarrier) {
 // one that waits elsewhere (a lock, a flag) or ended must not hold the
 // others back: that would deadlock the job.
 TEST(SimScenario, GatheringBarrierDoesNotWaitForAThreadThatWaitsElsewhere) {
-  for (Mode mode : kModes) {
-    SCOPED_TRACE(ToString(mode));
-    for (uint32_t variant = 0; variant < 3; ++variant) {
-      for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
-        const ScenarioRun run = RunScenario(mode, "gather-elsewhere", seed, variant);
-        ASSERT_TRUE(run.result.ok) << "variant " << variant << ": " << run.result.message;
-      }
-    }
-  }
+  ExpectCorrect("gather-elsewhere", 3, Scaled(20));
 }
 
 // A thread that arrives for the next episode before its node has the
 // release of this one (it learnt of it elsewhere) is not released by it.
 TEST(SimScenario, BarrierReleaseDoesNotPassAThreadOfTheNextEpisode) {
-  for (Mode mode : kModes) {
-    SCOPED_TRACE(ToString(mode));
-    for (uint32_t variant = 0; variant < 3; ++variant) {
-      for (uint64_t seed = 1; seed <= Scaled(20); ++seed) {
-        const ScenarioRun run = RunScenario(mode, "barrier-early-arrival", seed, variant);
-        ASSERT_TRUE(run.result.ok) << "variant " << variant << ": " << run.result.message;
-      }
-    }
-  }
+  ExpectCorrect("barrier-early-arrival", 3, Scaled(20));
 }
 
 TEST(SimScenario, FetchArrivesAtHomeBeforeTheDiff) {
