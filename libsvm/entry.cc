@@ -102,6 +102,24 @@ void* Move(void* p, size_t old_size, size_t n) {
 
 int RunMain(int argc, char** argv, char** envp) { ExitJob(g_main(argc, argv, envp)); }
 
+// A copy of a null-terminated array of strings in one block of the shared
+// heap (malloc from a program thread), or `v` itself if it does not fit.
+char** SharedStrings(char** v) {
+  size_t n = 0, bytes = 0;
+  for (; v[n] != nullptr; ++n) bytes += strlen(v[n]) + 1;
+  auto* copy = static_cast<char**>(malloc((n + 1) * sizeof(char*) + bytes));
+  if (copy == nullptr) return v;
+  char* text = reinterpret_cast<char*>(copy + n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t len = strlen(v[i]) + 1;
+    memcpy(text, v[i], len);
+    copy[i] = text;
+    text += len;
+  }
+  copy[n] = nullptr;
+  return copy;
+}
+
 // libc's mapped range (its loadable segments), found when libsvm loads.
 struct Span {
   uintptr_t lo = 0, hi = 0;
@@ -149,6 +167,14 @@ int StartMain(MainFn main, int argc, char** argv, void (*init)(), void (*fini)()
   } start{real, argc, argv, init, fini, rtld_fini, stack_end};
   auto enter = [] {
     t_app = true;  // the program's constructors allocate in the shared heap too
+    // argv and the environment lie in the process's first stack, private to
+    // node 0: a thread on another node that read one of their strings (a
+    // file name main kept in a global, getenv's result) read its own
+    // process's memory there. main gets them in the shared heap.
+    if (Runtime::Get()->options().nodes > 1) {
+      start.argv = SharedStrings(start.argv);
+      environ = SharedStrings(environ);
+    }
     start.real(RunMain, start.argc, start.argv, start.init, start.fini, start.rtld_fini, start.stack_end);
   };
   const size_t size = MainStackSize();
