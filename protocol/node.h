@@ -230,6 +230,10 @@ class Node {
   // a NIC thread that shares the CPU with it.
   bool MayBeWanted(LockId l) const;
   static constexpr uint8_t kPoliteTakes = 64;
+  // How many local takes l's token has had since it came from another node
+  // (valid while MayBeWanted): that node may be asking for it back, its
+  // request on the way (a lock taken in turns).
+  uint32_t TakesSinceArrival(LockId l) const;
 
   // A message from node `from`. An error means the message was malformed or
   // broke the protocol; the node's state is unchanged by such a message.

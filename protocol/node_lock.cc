@@ -54,7 +54,6 @@ Outcome Node::AcquireStep(ThreadId t, LockId l) {
   if (oldest) lk.woken.reset();  // it runs: a later hand-on wakes it again
   if (lk.have_token && !lk.held && (oldest || (!waiting && (lk.waiters.empty() || MayBarge(lk))))) {
     assert(!lk.waiters.empty() || !lk.remote_next);
-    if (lk.polite > 0) lk.polite--;
     TakeLocal(t, lk);
     return Outcome::kDone;
   }
@@ -99,6 +98,7 @@ void Node::TakeLocal(ThreadId t, Lock& lk) {
     lk.barges++;
   }
   if (lk.remote_next) lk.local_run++;
+  if (lk.polite > 0) lk.polite--;
   AssignLocal(t, lk);
   stats_.local_acquires++;
 }
@@ -111,6 +111,11 @@ bool Node::Holds(ThreadId t, LockId l) const {
 bool Node::MayBeWanted(LockId l) const {
   auto it = locks_.find(l);
   return it != locks_.end() && it->second->have_token && !it->second->held && it->second->polite > 0;
+}
+
+uint32_t Node::TakesSinceArrival(LockId l) const {
+  auto it = locks_.find(l);
+  return it == locks_.end() ? kPoliteTakes : kPoliteTakes - it->second->polite;
 }
 
 void Node::Release(ThreadId t, LockId l) {

@@ -991,6 +991,7 @@ TEST(NodeTest, TokenFromAnotherNodeMayBeWantedForItsFirstLocalTakes) {
   c.node(0).Release(0, l);
   for (int i = 0; i < Node::kPoliteTakes; ++i) {
     EXPECT_TRUE(c.node(0).MayBeWanted(l)) << i;
+    EXPECT_EQ(c.node(0).TakesSinceArrival(l), uint32_t(i));
     ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kDone);
     c.node(0).Release(0, l);
   }
@@ -999,6 +1000,22 @@ TEST(NodeTest, TokenFromAnotherNodeMayBeWantedForItsFirstLocalTakes) {
   c.Complete([&] { return c.node(1).Acquire(0, l); });  // back home, by a grant
   c.node(1).Release(0, l);
   EXPECT_TRUE(c.node(1).MayBeWanted(l));
+  EXPECT_EQ(c.node(1).TakesSinceArrival(l), 0u);
+}
+
+// A take handed on at a release counts as a local take too: a thread that
+// re-takes after a sibling had the token is not the first since it came.
+TEST(NodeTest, HandedOnTakeCountsAsATakeSinceArrival) {
+  Cluster c(2, 2);
+  const LockId l = PinnedLock(1, 5);
+  c.Complete([&] { return c.node(0).Acquire(0, l); });  // by a grant from node 1
+  EXPECT_EQ(c.node(0).Acquire(1, l), Outcome::kBlocked);
+  c.node(0).Release(0, l);
+  c.Complete([&] { return c.node(0).Acquire(1, l); });
+  ASSERT_TRUE(c.node(0).Holds(1, l));
+  c.node(0).Release(1, l);
+  EXPECT_TRUE(c.node(0).MayBeWanted(l));
+  EXPECT_EQ(c.node(0).TakesSinceArrival(l), 1u);
 }
 
 // The runtime reports each thread on its own (local = 1); the master must
