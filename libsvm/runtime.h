@@ -80,8 +80,8 @@ inline constexpr int64_t kAdaptiveSpin = -1;
 // How long the first re-takes of a lock whose token came from another node
 // wait for that node's request (Runtime::LookForRequests): kRequestWaitNs,
 // doubling, for the first kRequestWaits immediate re-takes.
-inline constexpr int64_t kRequestWaitNs = 4'000;
-inline constexpr uint32_t kRequestWaits = 5;
+inline constexpr int64_t kRequestWaitNs = 8'000;
+inline constexpr uint32_t kRequestWaits = 4;
 // How long a barrier's arrivals wait for a thread of the node that took part
 // last time and neither arrived nor waits where the Node sees it.
 inline constexpr int64_t kGatherNs = 5'000'000;
