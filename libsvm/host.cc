@@ -445,19 +445,18 @@ stats::Category TimeOf(LockId l) {
 // the new holder's fetch): half the takes of a 2-node alternation found
 // the other's turn (doc/locks.md).
 void Runtime::LookForRequests(std::unique_lock<std::mutex>& lock, LockId l) {
-  if (l != t_last_released || !node_->MayBeWanted(l)) return;
-  if (nic_ == nullptr) return;
-  if (opts_.transport != "shm") {
+  if (l != t_last_released || !node_->MayBeWanted(l) || nic_ == nullptr) return;
+  // Only where each node has a CPU: where nodes share CPUs the requester
+  // may need this one, and a look at the rings may wake the NIC thread
+  // (10^5 lock pairs on 4 x 2 on 2 CPUs took 5x as long with the waits).
+  if (!spin_long_ || Crowded()) {
+    if (opts_.transport == "shm") return;
     lock.unlock();
     sched_yield();
     HeedNudge();
     lock.lock();
     return;
   }
-  // Only where each node has a CPU: where nodes share CPUs the requester
-  // may need this one, and a look at the rings may wake the NIC thread
-  // (10^5 lock pairs on 4 x 2 on 2 CPUs took 5x as long with the waits).
-  if (!spin_long_ || Crowded()) return;
   // Every such re-take looks at the rings once; the first kRequestWaits
   // since the token came, each right after its release (a lock polled for
   // a turn), also wait for a request, kRequestWaitNs and doubling.

@@ -223,11 +223,12 @@ class Node {
   // Whether thread t holds l.
   bool Holds(ThreadId t, LockId l) const;
   // Whether an Acquire of l here now would take an idle token that came
-  // from another node fewer than kPoliteTakes local takes ago: a request for
-  // it may have arrived unseen (the host may look for one first). A thread
-  // that re-takes a lock in a loop, waiting for another node's turn, would
-  // otherwise take it again and again while that node's request waits for
-  // a NIC thread that shares the CPU with it.
+  // from another node fewer than kPoliteTakes local takes ago, or a multiple
+  // of kPoliteTakes: a request for it may have arrived unseen (the host may
+  // look for one first). A thread that re-takes a lock in a loop, waiting
+  // for another node's turn, would otherwise take it again and again while
+  // that node's request waits for a NIC thread that shares the CPU with it;
+  // a loop that outlasts kPoliteTakes still looks, every kPoliteTakes-th.
   bool MayBeWanted(LockId l) const;
   static constexpr uint8_t kPoliteTakes = 64;
   // How many local takes l's token has had since it came from another node

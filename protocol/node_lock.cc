@@ -98,7 +98,7 @@ void Node::TakeLocal(ThreadId t, Lock& lk) {
     lk.barges++;
   }
   if (lk.remote_next) lk.local_run++;
-  if (lk.polite > 0) lk.polite--;
+  lk.takes_here++;
   AssignLocal(t, lk);
   stats_.local_acquires++;
 }
@@ -110,12 +110,15 @@ bool Node::Holds(ThreadId t, LockId l) const {
 
 bool Node::MayBeWanted(LockId l) const {
   auto it = locks_.find(l);
-  return it != locks_.end() && it->second->have_token && !it->second->held && it->second->polite > 0;
+  if (it == locks_.end()) return false;
+  const Lock& lk = *it->second;
+  return lk.have_token && !lk.held && lk.from_remote &&
+         (lk.takes_here < kPoliteTakes || lk.takes_here % kPoliteTakes == 0);
 }
 
 uint32_t Node::TakesSinceArrival(LockId l) const {
   auto it = locks_.find(l);
-  return it == locks_.end() ? kPoliteTakes : kPoliteTakes - it->second->polite;
+  return it == locks_.end() ? 0 : it->second->takes_here;
 }
 
 void Node::Release(ThreadId t, LockId l) {
@@ -296,7 +299,8 @@ void Node::FinishGrant(LockId l, Lock& lk) {
   lk.timestamp = std::move(*lk.grant);
   lk.grant.reset();
   lk.local_run = 0;
-  lk.polite = kPoliteTakes;
+  lk.from_remote = true;
+  lk.takes_here = 0;
   lk.NewTurn();
   if (lk.waiters.empty()) {  // every waiter gave up (CancelAcquire); pass it on
     if (lk.remote_next) HandOn(l, lk);

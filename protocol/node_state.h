@@ -97,9 +97,10 @@ struct Node::Lock {
   std::optional<VectorTime> grant;  // granted timestamp awaiting deposits
   // Local hand-offs made while a remote successor waited (kMaxLocalBypasses).
   uint32_t local_run = 0;
-  // Local takes of the idle token left before MayBeWanted stops saying so
-  // (kPoliteTakes once it arrives from another node).
-  uint8_t polite = 0;
+  // Whether the token came from another node (not a home's fresh one), and
+  // the local takes since (MayBeWanted).
+  bool from_remote = false;
+  uint32_t takes_here = 0;
   // The oldest local waiter, woken to take the idle token, until its next
   // Acquire; and the takes by other threads since it was first woken
   // (kMaxBarges).

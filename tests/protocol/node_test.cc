@@ -978,8 +978,9 @@ TEST(NodeTest, PinnedLockLivesOnItsNamedNode) {
 }
 
 // A token that came from another node is "maybe wanted" while idle, for
-// its first kPoliteTakes local takes: the runtime looks for a request first.
-// A home's own fresh token, a held one, and one taken that often are not.
+// its first kPoliteTakes local takes and then every kPoliteTakes-th: the
+// runtime looks for a request first. A home's own fresh token and a held
+// one are not.
 TEST(NodeTest, TokenFromAnotherNodeMayBeWantedForItsFirstLocalTakes) {
   Cluster c(2, 1);
   const LockId l = PinnedLock(1, 5);
@@ -995,6 +996,14 @@ TEST(NodeTest, TokenFromAnotherNodeMayBeWantedForItsFirstLocalTakes) {
     ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kDone);
     c.node(0).Release(0, l);
   }
+  // Then only every kPoliteTakes-th take.
+  for (int i = Node::kPoliteTakes; i < 3 * Node::kPoliteTakes; ++i) {
+    EXPECT_EQ(c.node(0).MayBeWanted(l), i % Node::kPoliteTakes == 0) << i;
+    ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kDone);
+    c.node(0).Release(0, l);
+  }
+  ASSERT_EQ(c.node(0).Acquire(0, l), Outcome::kDone);
+  c.node(0).Release(0, l);
   EXPECT_FALSE(c.node(0).MayBeWanted(l));
   EXPECT_FALSE(c.node(1).MayBeWanted(l));  // no token there
   c.Complete([&] { return c.node(1).Acquire(0, l); });  // back home, by a grant
