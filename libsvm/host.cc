@@ -433,22 +433,21 @@ stats::Category TimeOf(LockId l) {
 
 // A thread that re-takes the lock it just released, whose token came from
 // another node, may be waiting for that node's turn, and that node's request
-// may sit in this node's sockets, unread: the NIC thread that would read them
-// shares the CPU with this one (a strict alternation over tcp took 0.5 ms a
-// hand-off, a scheduler slice). A yield lets a NIC thread with something to
-// read run first. Only the releaser's own re-take: looking harder (a drive of
-// the transport at any take) handed locks away from barnes and
-// water-nsquared and slowed them (doc/locks.md).
-// On shm the waiting threads read the rings, but a thread that loops on an
-// idle token does not wait, and the request may not even be sent yet (the
-// other node's thread waits for its node's mutex while its handler serves
-// the new holder's fetch): half the takes of a 2-node alternation found
-// the other's turn (doc/locks.md).
+// may sit unread in this node's sockets or rings (the NIC and handler
+// threads that would read them share the CPU with this one; a strict
+// alternation over tcp took 0.5 ms a hand-off, a scheduler slice) or not be
+// sent yet (that node's thread waits for its node's mutex while its handler
+// serves the new holder's fetch). So it looks first, and waits a little
+// for its first immediate re-takes. Only the releaser's own re-take:
+// looking at any take handed locks away from barnes and water-nsquared and
+// slowed them (doc/locks.md).
 void Runtime::LookForRequests(std::unique_lock<std::mutex>& lock, LockId l) {
   if (l != t_last_released || !node_->MayBeWanted(l) || nic_ == nullptr) return;
   // Only where each node has a CPU: where nodes share CPUs the requester
   // may need this one, and a look at the rings may wake the NIC thread
   // (10^5 lock pairs on 4 x 2 on 2 CPUs took 5x as long with the waits).
+  // There, over tcp, a yield lets a NIC thread with something to read run
+  // first; shm's rings need no thread.
   if (!spin_long_ || Crowded()) {
     if (opts_.transport == "shm") return;
     lock.unlock();
@@ -457,7 +456,7 @@ void Runtime::LookForRequests(std::unique_lock<std::mutex>& lock, LockId l) {
     lock.lock();
     return;
   }
-  // Every such re-take looks at the rings once; the first kRequestWaits
+  // Every such re-take drives the transport once; the first kRequestWaits
   // since the token came, each right after its release (a lock polled for
   // a turn), also wait for a request, kRequestWaitNs and doubling.
   const uint32_t n = node_->TakesSinceArrival(l);
