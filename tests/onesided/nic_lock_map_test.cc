@@ -95,6 +95,21 @@ TEST(NicLockMap, EachHomeHasItsOwnTable) {
   EXPECT_EQ(b, 3u);  // other home, other table
 }
 
+// An array of locks lands in few pages of the home's tables (each page a
+// node touches first costs a fault); ranges a table's span apart (thread
+// stacks) do not all start probing at one word.
+TEST(NicLockMap, NearbyLocksGetNearbyNumbers) {
+  NicLockMap m;
+  std::set<uint32_t> pages;
+  const LockId array = 0x7f3a12345000;
+  for (LockId i = 0; i < 1000; ++i) pages.insert(m.Slot(array + 40 * i) * sizeof(uint64_t) / 4096);
+  EXPECT_LE(pages.size(), 11u);  // 40 KB of locks: 5,000 words
+  std::set<nic::LockNo> starts;
+  const uint64_t span = m.table_bytes();
+  for (LockId i = 0; i < 64; ++i) starts.insert(m.Slot(array + i * span));
+  EXPECT_GE(starts.size(), 60u);
+}
+
 TEST(NicLockMap, FullTableIsAnError) {
   Cluster c(2, 8);
   nic::LockNo no = 0;
