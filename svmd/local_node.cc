@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/personality.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
@@ -13,11 +14,19 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "svmd/liveness.h"
 #include "svmd/wake_probe.h"
 
 extern char** environ;
 
 namespace svm::svmd {
+namespace {
+
+// How often a launch that waits for its child's exec looks whether the
+// child was stopped before it.
+constexpr int kExecLookMs = 20;
+
+}  // namespace
 
 void LineSplitter::Feed(const char* p, size_t n, const Sink& sink) {
   while (n > 0) {
@@ -174,9 +183,22 @@ Status LocalNode::Start(const SpawnSpec& spec) {
   out_w.reset();
   err_w.reset();
   in_r.reset();
+  // The report pipe closes at the child's exec, or brings the errno that
+  // stopped it. A child stopped before its exec (SIGSTOP, a debugger) would
+  // hold this read, and the whole launcher, for ever: stop waiting then, and
+  // let the job's liveness check see the stopped node.
   int child_err = 0;
-  ssize_t r;
-  while ((r = ::read(rep_r.get(), &child_err, sizeof(child_err))) < 0 && errno == EINTR) {
+  ssize_t r = 0;
+  for (;;) {
+    pollfd p{rep_r.get(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, kExecLookMs);
+    if (ready < 0 && errno != EINTR) return Status::Errno("poll", errno);
+    if (ready > 0) {
+      while ((r = ::read(rep_r.get(), &child_err, sizeof(child_err))) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    if (ready == 0 && Unresponsive(ProcessState(pid))) break;
   }
   pidfd_.reset(int(::syscall(SYS_pidfd_open, pid, 0)));
   if (r > 0) {
