@@ -16,7 +16,10 @@ NicLockMap::NicLockMap(uint32_t table_words) : mask_(table_words - 1) {
 // each (shmem allocation at the home, a mapping at the user), 2-3 us of
 // every nil acquire in water-nsquared. Ranges a table's span apart (thread
 // stacks lie 8 MiB apart) start at hashed offsets, so their locks do not
-// all probe from the same word.
+// all probe from the same word. The second 4-byte lock of a word (an array
+// of pthread_spinlock_t) starts half a table away: beside its neighbour it
+// would take the next lock's word, and linear probing would walk such an
+// array lock by lock (n^2 / 4 remote CASes for n locks).
 nic::LockNo NicLockMap::Slot(LockId l) const {
   const uint64_t word = l / sizeof(uint64_t);
   uint64_t x = word / (uint64_t(mask_) + 1);  // splitmix64's finaliser of the range
@@ -25,7 +28,8 @@ nic::LockNo NicLockMap::Slot(LockId l) const {
   x ^= x >> 27;
   x *= 0x94d049bb133111ebull;
   x ^= x >> 31;
-  return nic::LockNo((word + x) & mask_);
+  const uint64_t half = (l & 4) != 0 ? (uint64_t(mask_) + 1) / 2 : 0;
+  return nic::LockNo((word + x + half) & mask_);
 }
 
 NicLockMap::Claim NicLockMap::Start(LockId l) const { return Claim{l, Slot(l), 0}; }

@@ -110,6 +110,22 @@ TEST(NicLockMap, NearbyLocksGetNearbyNumbers) {
   EXPECT_GE(starts.size(), 60u);
 }
 
+// Two 4-byte locks share a word (pthread_spinlock_t): an array of them
+// must not start on one another's numbers, or each claim would probe past
+// all the locks claimed before it.
+TEST(NicLockMap, SpinlocksOfOneWordStartApart) {
+  NicLockMap m;
+  std::set<nic::LockNo> starts;
+  std::set<uint32_t> pages;
+  const LockId array = 0x7f3a12345000;
+  for (LockId i = 0; i < 1000; ++i) {
+    starts.insert(m.Slot(array + 4 * i));
+    pages.insert(m.Slot(array + 4 * i) * sizeof(uint64_t) / 4096);
+  }
+  EXPECT_EQ(starts.size(), 1000u);
+  EXPECT_LE(pages.size(), 4u);  // 500 words each side, half a table apart
+}
+
 TEST(NicLockMap, FullTableIsAnError) {
   Cluster c(2, 8);
   nic::LockNo no = 0;
