@@ -198,7 +198,10 @@ Status LocalNode::Start(const SpawnSpec& spec) {
       }
       break;
     }
-    if (ready == 0 && Unresponsive(ProcessState(pid))) break;
+    // Stopped only: a child in state D (loading the program) still execs
+    // or reports why not.
+    const char state = ready == 0 ? ProcessState(pid) : 0;
+    if (state == 'T' || state == 't') break;
   }
   pidfd_.reset(int(::syscall(SYS_pidfd_open, pid, 0)));
   if (r > 0) {
