@@ -569,6 +569,10 @@ void Runtime::ReportStats() {
       ring_waits = rings_->full_waits();
     }
   }
+  if (const auto* shm = dynamic_cast<const nic::ShmNic*>(nic_.get())) {
+    const nic::ShmNic::Counters c = shm->counters();
+    stats::SetNicCounters({c.sends, c.remote_ops, c.wakeups, c.drained});
+  }
   if (!opts_.stats_dir.empty() && !stats::WriteReport(opts_.stats_dir, opts_.node, counters))
     spdlog::warn("could not write statistics to {}: {}", opts_.stats_dir, std::strerror(errno));
   if (opts_.show_stats) {

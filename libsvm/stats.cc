@@ -115,6 +115,8 @@ nlohmann::json ThreadJson(const ThreadStats& t, int64_t now) {
   return j;
 }
 
+NicCounters g_nic;  // written once, before the report, by the reporting thread
+
 nlohmann::json NodeCounters(const NodeStats& s) {
   nlohmann::json j;
   j["read_faults"] = s.read_faults;
@@ -160,6 +162,10 @@ nlohmann::json NodeCounters(const NodeStats& s) {
   j["home_claims"] = s.home_claims;
   j["polls"] = s.polls;
   j["fault_delivery_ns"] = FaultDeliveryNs();  // per node, not a count: see doc/stats.md
+  j["nic_sends"] = g_nic.sends;
+  j["nic_remote_ops"] = g_nic.remote_ops;
+  j["nic_wakeups"] = g_nic.wakeups;
+  j["nic_drained"] = g_nic.drained;
   nlohmann::json messages = nlohmann::json::object();
   uint64_t total = 0, total_bytes = 0;
   for (uint16_t i = 1; i <= kMessageTypeCount; ++i) {
@@ -272,6 +278,7 @@ void SetWriteDetection(const char* how) { g_write_detection.store(how, std::memo
 uint64_t FaultDeliveryNs() { return g_fault_delivery_ns.load(std::memory_order_relaxed); }
 std::atomic<bool> g_spin{true};
 std::atomic<uint64_t> g_host_wake_ns{0};
+void SetNicCounters(const NicCounters& c) { g_nic = c; }
 void SetSpinPolicy(bool spin, uint64_t host_wake_ns) {
   g_spin.store(spin, std::memory_order_relaxed);
   g_host_wake_ns.store(host_wake_ns, std::memory_order_relaxed);
@@ -402,7 +409,9 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       "collected, {} gathers given up), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
-      "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n",
+      "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n"
+      "svm node {}: nic: {} sends, {} messages drained, {} one-sided operations on peers' memory, {} wake-ups of "
+      "peers\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.masked_diffs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
@@ -410,7 +419,8 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,
       s.notices_deposited, s.notices_taken,
-      s.nic_locks, Get(g_lock_claims), Get(g_tail_swaps), Get(g_tail_retries), s.home_claims, s.polls);
+      s.nic_locks, Get(g_lock_claims), Get(g_tail_swaps), Get(g_tail_retries), s.home_claims, s.polls, node,
+      g_nic.sends, g_nic.drained, g_nic.remote_ops, g_nic.wakeups);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);
   for (uint32_t i = 0; i < n; ++i) {

@@ -198,6 +198,16 @@ void CountRuntimeHandler();
 void CountLockClaim();
 void CountTailSwap(bool retried);
 
+// What this node's NIC did, where its transport counts it (shm: the
+// transport's own counters; zeros elsewhere). Set before the report.
+struct NicCounters {
+  uint64_t sends = 0;       // SENDs posted (fragments each, sends to self included)
+  uint64_t remote_ops = 0;  // READ/WRITE/CAS/FAA run by this node's threads on peers' memory
+  uint64_t wakeups = 0;     // futex wake-ups this node sent to peers' threads
+  uint64_t drained = 0;     // messages this node's threads took from its rings
+};
+void SetNicCounters(const NicCounters& c);
+
 // This node's report as JSON text: its threads' records and the Node's
 // counters (merged with the runtime's own). See doc/stats.md.
 std::string ReportJson(uint32_t node, const NodeStats& node_stats);
