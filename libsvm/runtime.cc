@@ -571,7 +571,7 @@ void Runtime::ReportStats() {
   }
   if (const auto* shm = dynamic_cast<const nic::ShmNic*>(nic_.get())) {
     const nic::ShmNic::Counters c = shm->counters();
-    stats::SetNicCounters({c.sends, c.remote_ops, c.wakeups, c.drained});
+    stats::SetNicCounters({true, c.sends, c.remote_ops, c.wakeups, c.drained});
   }
   if (!opts_.stats_dir.empty() && !stats::WriteReport(opts_.stats_dir, opts_.node, counters))
     spdlog::warn("could not write statistics to {}: {}", opts_.stats_dir, std::strerror(errno));

@@ -409,9 +409,7 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       "collected, {} gathers given up), protections {}, home pages untracked {} (tracked later {}, untracked again {}), marks given back {}, written ahead {}, writes found by "
       "{} ({} pages in {} scans)\n"
       "svm node {}: one-sided: remote reads {}, direct diffs {}, notices {} deposited / {} taken, "
-      "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n"
-      "svm node {}: nic: {} sends, {} messages drained, {} one-sided operations on peers' memory, {} wake-ups of "
-      "peers\n",
+      "NIC locks {} ({} number claims, {} tail swaps, {} retried), home claims {}, polls {}\n",
       node, s.read_faults, s.write_faults, s.fetches, s.fetch_retries, s.pages_fetched, s.pages_ahead,
       s.pages_strided, s.ahead_used, s.ahead_unused, s.twins, s.diffs, s.diff_bytes,
       s.diff_runs, s.masked_diffs, s.invalidations, s.local_acquires, s.remote_acquires, s.barriers, s.notices_collected,
@@ -419,8 +417,11 @@ std::string ReportText(uint32_t node, const NodeStats& s) {
       g_write_detection.load(std::memory_order_relaxed), s.pages_found_written, s.write_scans, node, s.remote_reads,
       s.direct_diffs,
       s.notices_deposited, s.notices_taken,
-      s.nic_locks, Get(g_lock_claims), Get(g_tail_swaps), Get(g_tail_retries), s.home_claims, s.polls, node,
-      g_nic.sends, g_nic.drained, g_nic.remote_ops, g_nic.wakeups);
+      s.nic_locks, Get(g_lock_claims), Get(g_tail_swaps), Get(g_tail_retries), s.home_claims, s.polls);
+  if (g_nic.counted)
+    out += fmt::format("svm node {}: nic: {} sends, {} messages drained, {} one-sided operations on peers' memory, "
+                       "{} wake-ups of peers\n",
+                       node, g_nic.sends, g_nic.drained, g_nic.remote_ops, g_nic.wakeups);
   const int64_t now = NowNs();
   const uint32_t n = std::min<uint32_t>(g_next.load(), kMaxRecords);
   for (uint32_t i = 0; i < n; ++i) {

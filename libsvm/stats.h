@@ -201,6 +201,7 @@ void CountTailSwap(bool retried);
 // What this node's NIC did, where its transport counts it (shm: the
 // transport's own counters; zeros elsewhere). Set before the report.
 struct NicCounters {
+  bool counted = false;     // false: the transport does not count these
   uint64_t sends = 0;       // SENDs posted (fragments each, sends to self included)
   uint64_t remote_ops = 0;  // READ/WRITE/CAS/FAA run by this node's threads on peers' memory
   uint64_t wakeups = 0;     // futex wake-ups this node sent to peers' threads
