@@ -40,8 +40,9 @@ OFFLOADED = {"base": [], "dw": [], "rf": ["fetch", "directory"], "dd": ["fetch",
 
 
 def run(mode):
-    p, out = e2e.run_stats(args, "modes_e2e_%s_%s" % (args.transport, mode), ["-n", "2", "-t", "2", "--mode", mode, "--transport", args.transport],
-                           [str(THREADS), "main-works"])
+    """The merged counters and the transport the job used, or None."""
+    flags = ["-n", "2", "-t", "2", "--mode", mode, "--transport", args.transport]
+    p, out = e2e.run_stats(args, "modes_e2e_%s_%s" % (args.transport, mode), flags, [str(THREADS), "main-works"])
     if not check("%s: svmrun exits 0 and the program says ok" % mode,
                  p.returncode == 0 and p.stdout.startswith("ok"),
                  "rc %d, stdout %r, stderr tail %r" % (p.returncode, p.stdout, p.stderr[-2000:])):
@@ -51,8 +52,7 @@ def run(mode):
     with open(out) as f:
         stats = json.load(f)
     check("%s: no missing nodes" % mode, stats["missing_nodes"] == [], str(stats["missing_nodes"]))
-    stats["counters"]["transport"] = stats["job"]["transport"]
-    return stats["counters"]
+    return stats["counters"], stats["job"]["transport"]
 
 
 # One-sided counters each mode must (True) or must not (False) use.
@@ -61,19 +61,19 @@ USES = {"remote_reads": "rf", "direct_diffs": "dd", "notices_deposited": "dw", "
 ORDER = ["base", "dw", "rf", "dd", "nil"]
 
 modes = args.modes.split(",")
-counters = {m: run(m) for m in modes}
+runs = {m: run(m) for m in modes}
+counters = {m: r[0] for m, r in runs.items() if r}
+transport = {m: r[1] for m, r in runs.items() if r}
 base = counters.get("base")
 if base is not None:
     for kind in ("fetch", "diff", "lock", "directory"):
         check("base: handler ran for %s" % kind, base["handler"].get(kind, 0) > 0, str(base["handler"]))
-for m in modes:
-    c = counters[m]
-    if c is None:
-        continue
+for m in counters:
+    c, net = counters[m], transport[m]
     h = c["handler"]
     # Over tcp a remote CAS is a message to the NIC thread, so first touch
     # claims homes by message there (NodeConfig::claim_by_cas).
-    by_cas = c["transport"] != "tcp"
+    by_cas = net != "tcp"
     for kind in OFFLOADED[m]:
         if kind == "directory" and not by_cas:
             continue
@@ -92,7 +92,7 @@ for m in modes:
         check("nil: a swap per NIC lock request, retries among them",
               swaps == requests + retries and 0 <= retries <= swaps, "%d swaps, %d retries" % (swaps, retries))
     nic = {k: c.get(k, -1) for k in ("nic_sends", "nic_drained", "nic_remote_ops", "nic_wakeups")}
-    if c["transport"] == "shm":
+    if net == "shm":
         check("%s: shm: a SEND per message at least" % m, nic["nic_sends"] >= c["messages_sent"] > 0,
               "%s, %d messages" % (nic, c["messages_sent"]))
         check("%s: shm: the rings gave out what was sent, no more" % m,
@@ -100,7 +100,7 @@ for m in modes:
         check("%s: shm: one-sided operations on peers' memory" % m, nic["nic_remote_ops"] > 0, str(nic))
         check("%s: shm: wake-ups reported" % m, "nic_wakeups" in c, str(nic))
     else:
-        check("%s: %s: the NIC's counters are shm's only" % (m, c["transport"]),
+        check("%s: %s: the NIC's counters are shm's only" % (m, net),
               all(v == 0 for v in nic.values()), str(nic))
     # main works too, so every live thread is in every barrier: they collect.
     check("%s: notices collected" % m, c.get("notices_collected", 0) > 0, str(c.get("notices_collected")))
